@@ -1,0 +1,197 @@
+"""What comes out of a turn (DESIGN section 4): session-update frames, commands and read models.
+
+Frames are modelled on ACP `session/update` and tagged on `sessionUpdate`. `cursor` is the id of the
+frame in its session stream; the core leaves it empty and the store fills it when it reads a frame back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from events.errors import LLMErrorPayload
+from events.inbound import FinishReason, Usage
+
+StopReason = Literal["end_turn", "max_tokens", "refusal", "cancelled", "error"]
+TruncationReason = Literal["missing_terminal", "empty_other", "empty_stop", "stalled"]
+ToolStatus = Literal["pending", "completed", "error"]
+
+
+class Frame(msgspec.Struct, frozen=True, kw_only=True, tag_field="sessionUpdate"):
+    """Identity shared by every session-update frame."""
+
+    session_id: str
+    turn_id: str
+    cursor: str | None = None
+
+
+class AgentMessageChunk(Frame, frozen=True, kw_only=True, tag="agent_message_chunk"):
+    step: int
+    attempt: int
+    part_id: str
+    delta: str
+
+
+class AgentThoughtChunk(Frame, frozen=True, kw_only=True, tag="agent_thought_chunk"):
+    step: int
+    attempt: int
+    part_id: str
+    delta: str
+
+
+class ToolCallFrame(Frame, frozen=True, kw_only=True, tag="tool_call"):
+    step: int
+    attempt: int
+    tool_call_id: str
+    tool_name: str
+    input: dict[str, Any] | None = None
+    status: ToolStatus = "pending"
+
+
+class ToolCallUpdate(Frame, frozen=True, kw_only=True, tag="tool_call_update"):
+    step: int
+    attempt: int
+    tool_call_id: str
+    tool_name: str
+    input: dict[str, Any] | None = None
+    status: ToolStatus
+    output: str | None = None
+    error: str | None = None
+
+
+class AttemptDiscarded(Frame, frozen=True, kw_only=True, tag="attempt_discarded"):
+    step: int
+    attempt: int
+    part_ids: list[str]
+    reason: str
+
+
+class Retrying(Frame, frozen=True, kw_only=True, tag="retrying"):
+    step: int
+    attempt: int
+    max_attempts: int
+    delay_ms: int
+    reason: str
+    error: LLMErrorPayload | None = None
+
+
+class CompactionRequiredFrame(Frame, frozen=True, kw_only=True, tag="compaction_required"):
+    step: int
+    attempt: int
+    error: LLMErrorPayload
+
+
+class MessageCommitted(Frame, frozen=True, kw_only=True, tag="message_committed"):
+    message_id: str
+    step: int
+
+
+class AgentError(Frame, frozen=True, kw_only=True, tag="agent_error"):
+    error: LLMErrorPayload
+    stopReason: Literal["error"] = "error"  # noqa: N815 - ACP wire name
+
+
+class TurnFinished(Frame, frozen=True, kw_only=True, tag="turn_finished"):
+    stopReason: StopReason  # noqa: N815 - ACP wire name
+    usage: Usage
+
+
+SessionUpdate = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallFrame
+    | ToolCallUpdate
+    | AttemptDiscarded
+    | Retrying
+    | CompactionRequiredFrame
+    | MessageCommitted
+    | AgentError
+    | TurnFinished
+)
+
+
+# Persisted message parts (read model).
+class StepStartPart(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="step-start"):
+    step: int
+
+
+class TextPart(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="text"):
+    part_id: str
+    text: str
+
+
+class ReasoningPart(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="reasoning"):
+    part_id: str
+    text: str
+    signature: str | None = None
+
+
+class ToolPart(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="tool"):
+    tool_call_id: str
+    name: str
+    input: dict[str, Any] | None
+    state: Literal["completed", "error", "incomplete"]
+    output: str | None = None
+    error: str | None = None
+
+
+class StepFinishPart(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="step-finish"):
+    step: int
+    finish_reason: FinishReason
+    usage: Usage
+
+
+MessagePart = StepStartPart | TextPart | ReasoningPart | ToolPart | StepFinishPart
+
+
+class PersistedMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """An assistant message built only from attempts that ended with terminal proof."""
+
+    message_id: str
+    session_id: str
+    turn_id: str
+    role: Literal["assistant"] = "assistant"
+    parts: list[MessagePart]
+    finish_reason: FinishReason
+    usage: Usage
+    provider: str
+    model: str
+
+
+class PartialRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """What a failed attempt produced, kept for inspection; never a committed message."""
+
+    turn_id: str
+    session_id: str
+    step: int
+    attempt: int
+    parts: list[MessagePart]
+    reason: str
+    error: LLMErrorPayload
+
+
+# Commands for producers (the commands stream).
+class Command(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    session_id: str
+    turn_id: str
+    step: int
+    attempt: int
+
+
+class RetryScheduled(Command, frozen=True, kw_only=True, tag="retry_scheduled"):
+    """Start `attempt` of `step` no earlier than `not_before_ms` (producer clock)."""
+
+    delay_ms: int
+    not_before_ms: int
+    reason: str
+    error: LLMErrorPayload | None = None
+
+
+class CompactionRequired(Command, frozen=True, kw_only=True, tag="compaction_required"):
+    """Compact the context, then start `attempt` of `step`."""
+
+    error: LLMErrorPayload
+
+
+ProducerCommand = RetryScheduled | CompactionRequired

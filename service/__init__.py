@@ -1,0 +1,1 @@
+"""The imperative shell: CLI, Redis runtime, gateway."""

@@ -1,0 +1,1 @@
+"""The turn state machine and its projections: pure folds over inbound events."""
