@@ -41,12 +41,12 @@ class EventDecodeError(CodecError):
 
 _json_encoder = msgspec.json.Encoder()
 _msgpack_encoder = msgspec.msgpack.Encoder()
-_json_event = msgspec.json.Decoder(InboundEvent)
-_msgpack_event = msgspec.msgpack.Decoder(InboundEvent)
-_json_frame = msgspec.json.Decoder(SessionUpdate)
+_json_event: msgspec.json.Decoder[InboundEvent] = msgspec.json.Decoder(InboundEvent)
+_msgpack_event: msgspec.msgpack.Decoder[InboundEvent] = msgspec.msgpack.Decoder(InboundEvent)
+_json_frame: msgspec.json.Decoder[SessionUpdate] = msgspec.json.Decoder(SessionUpdate)
 _json_message = msgspec.json.Decoder(PersistedMessage)
 _json_partial = msgspec.json.Decoder(PartialRecord)
-_json_command = msgspec.json.Decoder(ProducerCommand)
+_json_command: msgspec.json.Decoder[ProducerCommand] = msgspec.json.Decoder(ProducerCommand)
 
 
 def encode_json(obj: Any) -> bytes:
@@ -64,15 +64,16 @@ def encode_event(event: InboundEvent, fmt: Format = "json") -> bytes:
     return _json_encoder.encode(event) if fmt == "json" else _msgpack_encoder.encode(event)
 
 
-def decode_event(raw: bytes | bytearray | memoryview | str, fmt: Format = "json") -> InboundEvent:
+def decode_event(raw: bytes | str, fmt: Format = "json") -> InboundEvent:
     """Decode one inbound event, or raise a `CodecError` that names the offending field."""
     if len(raw) > MAX_EVENT_BYTES:
         raise EventTooLarge(
             f"event of {len(raw)} bytes exceeds the limit of {MAX_EVENT_BYTES} bytes", "$"
         )
-    decoder = _json_event if fmt == "json" else _msgpack_event
     try:
-        return decoder.decode(raw)
+        if fmt == "json":
+            return _json_event.decode(raw)
+        return _msgpack_event.decode(raw.encode() if isinstance(raw, str) else raw)
     except msgspec.ValidationError as exc:
         raise EventDecodeError(str(exc), _field_of(str(exc))) from None
     except msgspec.DecodeError as exc:

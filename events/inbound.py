@@ -198,3 +198,8 @@ EVENT_TYPES: tuple[type[Event], ...] = (
     TurnCancelled,
     TurnEnded,
 )
+
+
+def type_of(event: Event) -> str:
+    """The wire tag of an event, e.g. `text-delta`."""
+    return str(event.__struct_config__.tag)

@@ -1,7 +1,7 @@
 """What comes out of a turn (DESIGN section 4): session-update frames, commands and read models.
 
-Frames are modelled on ACP `session/update` and tagged on `sessionUpdate`. `cursor` is the id of the
-frame in its session stream; the core leaves it empty and the store fills it when it reads a frame back.
+Frames are modelled on ACP `session/update` and tagged on `sessionUpdate`. `cursor` is the id of
+the frame in its session stream; the core leaves it empty and the store fills it in on reading.
 """
 
 from __future__ import annotations
@@ -89,11 +89,11 @@ class MessageCommitted(Frame, frozen=True, kw_only=True, tag="message_committed"
 
 class AgentError(Frame, frozen=True, kw_only=True, tag="agent_error"):
     error: LLMErrorPayload
-    stopReason: Literal["error"] = "error"  # noqa: N815 - ACP wire name
+    stopReason: Literal["error"] = "error"
 
 
 class TurnFinished(Frame, frozen=True, kw_only=True, tag="turn_finished"):
-    stopReason: StopReason  # noqa: N815 - ACP wire name
+    stopReason: StopReason
     usage: Usage
 
 
@@ -136,7 +136,9 @@ class ToolPart(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag=
     error: str | None = None
 
 
-class StepFinishPart(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="step-finish"):
+class StepFinishPart(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="step-finish"
+):
     step: int
     finish_reason: FinishReason
     usage: Usage

@@ -1,0 +1,170 @@
+"""The fold of a turn: `evolve(turn, event) -> (turn, outputs)`, for live handling and replay alike.
+
+Position first: events of a final turn, duplicates (seq already seen in this attempt) and events
+of a superseded attempt are ignored and counted, never applied. A seq gap, or an event for an
+attempt that never started, raises `IllegalEvent`. An illegal event still consumes its seq, so
+what follows it applies normally.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from events.inbound import (
+    AttemptStalled,
+    AttemptStarted,
+    FinishStep,
+    InboundEvent,
+    ProviderTerminal,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    StreamClosed,
+    StreamError,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolError,
+    ToolInputDelta,
+    ToolInputStart,
+    ToolResult,
+    TurnCancelled,
+    TurnEnded,
+    TurnStarted,
+)
+from statemachines import content, lifecycle
+from statemachines.config import DEFAULT_CONFIG, CoreConfig
+from statemachines.endings import on_stream_error, truncate
+from statemachines.errors import IllegalEvent
+from statemachines.outputs import Outputs
+from statemachines.states import FINAL_STATES, OPEN_ATTEMPT_STATES
+from statemachines.turn import Turn
+
+
+def evolve(
+    turn: Turn | None,
+    event: InboundEvent,
+    config: CoreConfig = DEFAULT_CONFIG,
+    out: Outputs | None = None,
+) -> tuple[Turn, Outputs]:
+    """Apply one event; the turn passed in is owned by the fold and may be the one returned."""
+    sink = Outputs() if out is None else out
+    if turn is None:
+        return open_turn(event, config), sink
+    ignored = position_of(turn, event)
+    if ignored is not None:
+        turn.ignored[ignored] = turn.ignored.get(ignored, 0) + 1
+        sink.ignored.append(ignored)
+        return turn, sink
+    if (event.step, event.attempt) == (turn.step, turn.attempt):
+        turn.last_seq = event.seq
+    dispatch(turn, event, config, sink)
+    return turn, sink
+
+
+def open_turn(event: InboundEvent, config: CoreConfig) -> Turn:
+    """A turn exists only from its `turn-started` event."""
+    if not isinstance(event, TurnStarted):
+        raise IllegalEvent(f"{event.turn_id}: event for a turn that never started")
+    return Turn(
+        session_id=event.session_id,
+        turn_id=event.turn_id,
+        max_attempts=event.max_attempts or config.retry.max_attempts,
+        step=event.step,
+        attempt=event.attempt,
+        last_seq=event.seq,
+    )
+
+
+def position_of(turn: Turn, event: InboundEvent) -> str | None:
+    """Why the event is to be ignored (`late`, `superseded`, `duplicate`), or None to apply it."""
+    if turn.state in FINAL_STATES:
+        return "late"
+    key, current = (event.step, event.attempt), (turn.step, turn.attempt)
+    if key < current:
+        return "superseded"
+    if key > current:
+        if not isinstance(event, AttemptStarted):
+            raise IllegalEvent(
+                f"{event.turn_id}: event for step {key[0]} attempt {key[1]}, which never started"
+            )
+        return None
+    if event.seq <= turn.last_seq:
+        return "duplicate"
+    if event.seq != turn.last_seq + 1:
+        expected, turn.last_seq = turn.last_seq + 1, event.seq
+        raise IllegalEvent(f"{event.turn_id}: seq gap, expected {expected}, got {event.seq}")
+    return None
+
+
+def dispatch(turn: Turn, event: InboundEvent, config: CoreConfig, out: Outputs) -> None:
+    match event:
+        case TextDelta():
+            content.on_text_delta(turn, event, out)
+        case ReasoningDelta():
+            content.on_reasoning_delta(turn, event, out)
+        case ToolInputDelta() | TextEnd():
+            content.open_attempt(turn, "content")
+        case TextStart() | ReasoningStart():
+            content.on_text_start(turn, event)
+        case ReasoningEnd():
+            content.on_reasoning_end(turn, event)
+        case ToolInputStart():
+            content.on_tool_input_start(turn, event, out)
+        case ToolCall():
+            content.on_tool_call(turn, event, out)
+        case ToolResult() | ToolError():
+            content.on_tool_outcome(turn, event, out)
+        case _:
+            dispatch_lifecycle(turn, event, config, out)
+
+
+def dispatch_lifecycle(turn: Turn, event: InboundEvent, config: CoreConfig, out: Outputs) -> None:
+    match event:
+        case AttemptStarted():
+            lifecycle.on_attempt_started(turn, event, out)
+        case FinishStep():
+            lifecycle.on_finish_step(turn, event, out, config)
+        case ProviderTerminal():
+            lifecycle.on_provider_terminal(turn, event, out, config)
+        case StreamError() | StreamClosed():
+            on_attempt_end(turn, event, out, config)
+        case AttemptStalled():
+            lifecycle.on_stalled(turn, event.ts_ms, out, config)
+        case TurnCancelled():
+            lifecycle.on_turn_cancelled(turn, event.reason, out)
+        case TurnEnded():
+            lifecycle.on_turn_ended(turn, out)
+        case TurnStarted():
+            raise IllegalEvent(f"{event.turn_id}: turn-started for a turn that already started")
+        case (
+            TextDelta()
+            | ReasoningDelta()
+            | ToolInputDelta()
+            | TextEnd()
+            | TextStart()
+            | ReasoningStart()
+            | ReasoningEnd()
+            | ToolInputStart()
+            | ToolCall()
+            | ToolResult()
+            | ToolError()
+        ):
+            raise AssertionError("content is dispatched before lifecycle")  # pragma: no cover
+        case _:
+            assert_never(event)
+
+
+def on_attempt_end(
+    turn: Turn, event: StreamError | StreamClosed, out: Outputs, config: CoreConfig
+) -> None:
+    """EOF or an error; once the attempt is already over it is a late echo, ignored and counted."""
+    if turn.state not in OPEN_ATTEMPT_STATES:
+        turn.ignored["late"] = turn.ignored.get("late", 0) + 1
+        out.ignored.append("late")
+        return
+    if isinstance(event, StreamError):
+        on_stream_error(turn, event, out, config)
+    else:
+        truncate(turn, "missing_terminal", event.ts_ms, out, config)

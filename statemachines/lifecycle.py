@@ -1,0 +1,185 @@
+"""Events that change a turn's state: each asks the shared Machine through `fire`."""
+
+from __future__ import annotations
+
+from events.errors import LLMErrorPayload
+from events.inbound import ZERO_USAGE, AttemptStarted, FinishStep, ProviderTerminal
+from events.outbound import MessageCommitted, StopReason, TurnFinished
+from statemachines.config import CoreConfig
+from statemachines.contracts import proof_rule, synthesized_reason
+from statemachines.endings import discard_attempt, fail, fire, truncate
+from statemachines.errors import IllegalEvent
+from statemachines.outputs import Outputs
+from statemachines.projection import message_id_of, seal_step
+from statemachines.states import OPEN_ATTEMPT_STATES, TurnState
+from statemachines.turn import AttemptBuf, AttemptOutcome, FinishInfo, Turn
+
+STOP_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "content-filter": "refusal",
+    "tool-calls": "end_turn",
+    "other": "end_turn",
+    "unknown": "end_turn",
+    "error": "error",
+}
+
+
+def expected_attempt(turn: Turn) -> tuple[int, int]:
+    """The (step, attempt) the next `attempt-started` must carry in the turn's state."""
+    if turn.state is TurnState.PENDING:
+        return turn.step, turn.attempt
+    if turn.state is TurnState.RETRYING:
+        return turn.step, turn.attempt + 1
+    if turn.state is TurnState.AWAITING_STEP:
+        return turn.step + 1, 1
+    raise IllegalEvent(f"attempt-started while the turn is {turn.state}")
+
+
+def on_attempt_started(turn: Turn, event: AttemptStarted, out: Outputs) -> None:
+    expected = expected_attempt(turn)
+    if (event.step, event.attempt) != expected:
+        raise IllegalEvent(
+            f"attempt-started for step {event.step} attempt {event.attempt}, "
+            f"expected step {expected[0]} attempt {expected[1]}"
+        )
+    if turn.state is TurnState.AWAITING_STEP:
+        commit_step(turn, out)
+    if event.step != turn.step:
+        turn.cause_counts = {}
+    fire(turn, "start_attempt", out)
+    turn.step, turn.attempt, turn.last_seq = event.step, event.attempt, event.seq
+    turn.current = AttemptBuf(
+        step=event.step,
+        attempt=event.attempt,
+        provider=event.provider,
+        model=event.model,
+        contract=event.contract,
+        strict=event.strict,
+    )
+
+
+def on_finish_step(turn: Turn, event: FinishStep, out: Outputs, config: CoreConfig) -> None:
+    buf = _streaming_attempt(turn, "finish-step")
+    synthesized = synthesized_reason(event, bool(buf.order))
+    if synthesized is not None:
+        truncate(turn, synthesized, event.ts_ms, out, config)
+        return
+    buf.finish = FinishInfo(
+        reason=event.finish_reason, raw=event.raw_finish_reason, usage=event.usage
+    )
+    fire(turn, "finish_step", out)
+    if proof_rule(buf.contract, buf.strict).finish_proves:
+        prove(turn, out)
+
+
+def on_provider_terminal(
+    turn: Turn, event: ProviderTerminal, out: Outputs, config: CoreConfig
+) -> None:
+    buf = turn.current
+    if turn.state is TurnState.AWAITING_STEP:
+        out.ignored.append("late")
+        return
+    if turn.state is TurnState.STREAMING and buf is not None:
+        _terminal_while_streaming(turn, buf, event, out, config)
+        return
+    if turn.state is not TurnState.AWAITING_TERMINAL or buf is None:
+        raise IllegalEvent(f"provider-terminal while the turn is {turn.state}")
+    if event.kind not in proof_rule(buf.contract, buf.strict).terminal_kinds:
+        raise IllegalEvent(f"terminal {event.kind!r} is not a proof under contract {buf.contract}")
+    prove(turn, out)
+
+
+def _terminal_while_streaming(
+    turn: Turn, buf: AttemptBuf, event: ProviderTerminal, out: Outputs, config: CoreConfig
+) -> None:
+    """An end marker with no finish before it: a proof only if it carries its own finish reason."""
+    rule = proof_rule(buf.contract, buf.strict)
+    if event.finish_reason is None or event.kind not in rule.terminal_kinds:
+        truncate(turn, "missing_terminal", event.ts_ms, out, config)
+        return
+    buf.finish = FinishInfo(reason=event.finish_reason, raw=event.kind, usage=ZERO_USAGE)
+    fire(turn, "finish_step", out)
+    prove(turn, out)
+
+
+def prove(turn: Turn, out: Outputs) -> None:
+    """The attempt has its terminal proof: next step on tool calls, else the turn is finished."""
+    buf = turn.current
+    assert buf is not None
+    assert buf.finish is not None
+    reason = buf.finish.reason
+    turn.history.append(
+        AttemptOutcome(step=buf.step, attempt=buf.attempt, outcome="finished", finish_reason=reason)
+    )
+    if reason == "tool-calls":
+        fire(turn, "prove_tool_calls", out)
+        return
+    fire(turn, "prove", out)
+    commit_step(turn, out)
+    finish_turn(turn, STOP_REASONS[reason], out)
+
+
+def commit_step(turn: Turn, out: Outputs) -> None:
+    """Seal the proven attempt into the persisted message and tell the session."""
+    buf = turn.current
+    assert buf is not None
+    out.messages.append(seal_step(turn, buf))
+    out.frames.append(
+        MessageCommitted(
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            message_id=message_id_of(turn.turn_id),
+            step=buf.step,
+        )
+    )
+
+
+def finish_turn(turn: Turn, stop: StopReason, out: Outputs) -> None:
+    out.frames.append(
+        TurnFinished(
+            session_id=turn.session_id, turn_id=turn.turn_id, stopReason=stop, usage=turn.usage
+        )
+    )
+
+
+def on_turn_ended(turn: Turn, out: Outputs) -> None:
+    if turn.state is not TurnState.AWAITING_STEP:
+        raise IllegalEvent(f"turn-ended while the turn is {turn.state}")
+    commit_step(turn, out)
+    fire(turn, "end_turn", out)
+    finish_turn(turn, STOP_REASONS[turn.last_finish or "stop"], out)
+
+
+def on_turn_cancelled(turn: Turn, reason: str, out: Outputs) -> None:
+    if turn.state is TurnState.AWAITING_STEP:
+        commit_step(turn, out)
+    elif turn.current is not None and turn.state in (
+        TurnState.STREAMING,
+        TurnState.AWAITING_TERMINAL,
+    ):
+        discard_attempt(turn, turn.current, reason or "cancelled", out)
+    fire(turn, "cancel", out)
+    finish_turn(turn, "cancelled", out)
+
+
+def _streaming_attempt(turn: Turn, what: str) -> AttemptBuf:
+    if turn.state is not TurnState.STREAMING or turn.current is None:
+        raise IllegalEvent(f"{what} while the turn is {turn.state}")
+    return turn.current
+
+
+def on_stalled(turn: Turn, now_ms: int, out: Outputs, config: CoreConfig) -> None:
+    """Silence past the timeout: a cut attempt, or, between attempts, a producer that is gone."""
+    if turn.state in OPEN_ATTEMPT_STATES:
+        truncate(turn, "stalled", now_ms, out, config)
+        return
+    if turn.state is TurnState.AWAITING_STEP:
+        commit_step(turn, out)
+    error = LLMErrorPayload(
+        type="unknown",
+        message=f"no producer activity while the turn was {turn.state}: the producer is gone",
+        retryable=True,
+        attempt=turn.attempt,
+    )
+    fail(turn, "fail", "stalled", error, out, config)

@@ -1,0 +1,29 @@
+"""What applying one event (or a batch) produced, for the shell to commit atomically."""
+
+from __future__ import annotations
+
+import msgspec
+
+from events.outbound import PartialRecord, PersistedMessage, ProducerCommand, SessionUpdate
+
+
+class Transition(msgspec.Struct, frozen=True, kw_only=True):
+    """One state change the machine allowed, with the trigger that caused it."""
+
+    turn_id: str
+    step: int
+    attempt: int
+    source: str
+    dest: str
+    trigger: str
+
+
+class Outputs(msgspec.Struct, kw_only=True):
+    """A sink the fold appends to; one per event or one per batch."""
+
+    frames: list[SessionUpdate] = msgspec.field(default_factory=list)
+    commands: list[ProducerCommand] = msgspec.field(default_factory=list)
+    messages: list[PersistedMessage] = msgspec.field(default_factory=list)
+    partials: list[PartialRecord] = msgspec.field(default_factory=list)
+    transitions: list[Transition] = msgspec.field(default_factory=list)
+    ignored: list[str] = msgspec.field(default_factory=list)
