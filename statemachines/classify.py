@@ -1,0 +1,157 @@
+"""Classify a failed attempt into the typed error every subscriber sees (DESIGN section 4).
+
+Evidence, strongest first: our own `x-llm-error-*` headers, then the provider's error body, then
+the HTTP status. Pure: the clock reading is the event's `ts_ms`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from events.errors import ERROR_TYPES, ErrorType, LLMErrorPayload
+from events.inbound import StreamError
+from statemachines.retry_hints import (
+    NO_HINT,
+    RetryHint,
+    completed_hint,
+    error_object,
+    hint_from_body,
+    hint_from_headers,
+)
+
+_HEADER_TYPES: dict[str, ErrorType] = {name: name for name in ERROR_TYPES}
+
+_ANTHROPIC_TYPES: dict[str, ErrorType] = {
+    "rate_limit_error": "rate_limit",
+    "overloaded_error": "provider_unavailable",
+    "api_error": "provider_unavailable",
+    "timeout_error": "provider_unavailable",
+    "authentication_error": "auth",
+    "permission_error": "auth",
+    "billing_error": "budget",
+    "request_too_large": "context_overflow",
+    "invalid_request_error": "unknown",
+    "not_found_error": "unknown",
+}
+_OPENAI_CODES: dict[str, ErrorType] = {
+    "context_length_exceeded": "context_overflow",
+    "rate_limit_exceeded": "rate_limit",
+    "insufficient_quota": "budget",
+    "billing_hard_limit_reached": "budget",
+    "invalid_api_key": "auth",
+    "invalid_authentication": "auth",
+    "server_error": "provider_unavailable",
+    "service_unavailable": "provider_unavailable",
+}
+_GEMINI_STATUSES: dict[str, ErrorType] = {
+    "RESOURCE_EXHAUSTED": "rate_limit",
+    "UNAVAILABLE": "provider_unavailable",
+    "INTERNAL": "provider_unavailable",
+    "DEADLINE_EXCEEDED": "provider_unavailable",
+    "UNAUTHENTICATED": "auth",
+    "PERMISSION_DENIED": "auth",
+    "INVALID_ARGUMENT": "unknown",
+}
+_KIND_TYPES: dict[str, ErrorType] = {**_ANTHROPIC_TYPES, **_OPENAI_CODES, **_GEMINI_STATUSES}
+
+_CONTEXT_TOO_LONG = re.compile(
+    r"prompt is too long|input is too long|exceed context limit|context window"
+    r"|maximum context length|too many tokens|exceeds the maximum number of tokens",
+    re.IGNORECASE,
+)
+
+_STATUS_TYPES: dict[int, ErrorType] = {
+    429: "rate_limit",
+    401: "auth",
+    403: "auth",
+    402: "budget",
+    413: "context_overflow",
+    408: "provider_unavailable",
+    409: "provider_unavailable",
+    425: "provider_unavailable",
+}
+
+_RETRYABLE_TYPES: frozenset[ErrorType] = frozenset(("rate_limit", "provider_unavailable"))
+# Retrying cannot fix a spent budget, a bad key or an oversized prompt, whatever the provider hints.
+_NEVER_RETRYABLE_TYPES: frozenset[ErrorType] = frozenset(("budget", "auth", "context_overflow"))
+_FLAGS: dict[str, bool] = {"true": True, "1": True, "false": False, "0": False}
+
+
+def classify(
+    error: StreamError, *, provider: str | None, model: str | None, attempt: int | None
+) -> LLMErrorPayload:
+    """The typed error for a failed attempt; total: every StreamError yields a payload."""
+    headers = {key.lower(): value.strip() for key, value in error.headers.items()}
+    body = error_object(error.body)
+    error_type = (
+        _header_type(headers) or _body_type(body, error.status) or _status_type(error.status)
+    )
+    hint = _hint(headers, error.body, error.ts_ms)
+    return LLMErrorPayload(
+        type=error_type,
+        message=_message(body, error),
+        retryable=_retryable(error_type, headers),
+        status=error.status,
+        retry_after_seconds=hint.retry_after_seconds,
+        reset_at_epoch_ms=hint.reset_at_epoch_ms,
+        provider=provider,
+        model=model,
+        attempt=attempt,
+    )
+
+
+def _header_type(headers: dict[str, str]) -> ErrorType | None:
+    return _HEADER_TYPES.get(headers.get("x-llm-error-type", "").lower())
+
+
+def _body_type(body: dict[str, Any] | None, status: int | None) -> ErrorType | None:
+    if body is None:
+        return None
+    kinds = (body.get("code"), body.get("type"), body.get("status"))
+    kind = next((_KIND_TYPES[k] for k in kinds if isinstance(k, str) and k in _KIND_TYPES), None)
+    message = _text(body.get("message"))
+    # Rate-limit messages talk about tokens too ("Too many tokens, please wait"): a 429 never
+    # means the prompt is too long.
+    if kind == "rate_limit" or status == 429 or message is None:
+        return kind
+    return "context_overflow" if _CONTEXT_TOO_LONG.search(message) else kind
+
+
+def _status_type(status: int | None) -> ErrorType:
+    # The request was accepted, so the failure came in-band, mid-stream: the provider's side.
+    if status is None or 200 <= status < 300:
+        return "provider_unavailable"
+    if status in _STATUS_TYPES:
+        return _STATUS_TYPES[status]
+    return "provider_unavailable" if 500 <= status < 600 else "unknown"
+
+
+def _retryable(error_type: ErrorType, headers: dict[str, str]) -> bool:
+    explicit = _FLAGS.get(headers.get("x-llm-error-retryable", "").lower())
+    if explicit is not None:
+        return explicit
+    should_retry = _FLAGS.get(headers.get("x-should-retry", "").lower())
+    if should_retry is None or error_type in _NEVER_RETRYABLE_TYPES:
+        return error_type in _RETRYABLE_TYPES
+    return should_retry
+
+
+def _hint(headers: dict[str, str], body: Any, now_ms: int) -> RetryHint:
+    hint = hint_from_headers(headers, now_ms)
+    if hint != NO_HINT:
+        return hint
+    return completed_hint(RetryHint(retry_after_seconds=hint_from_body(body)), now_ms)
+
+
+def _message(body: dict[str, Any] | None, error: StreamError) -> str:
+    message = None if body is None else _text(body.get("message"))
+    if message is not None:
+        return message
+    if error.message:
+        return error.message
+    return "stream error" if error.status is None else f"HTTP {error.status}"
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
