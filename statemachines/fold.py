@@ -1,7 +1,8 @@
 """The fold of a turn: `evolve(turn, event) -> (turn, outputs)`, for live handling and replay alike.
 
 Position first: events of a final turn, duplicates (seq already seen in this attempt) and events
-of a superseded attempt are ignored and counted, never applied. A seq gap, or an event for an
+of a superseded attempt (an older one, or the given-up one while a retry is awaited) are ignored
+and counted, never applied. A seq gap, or an event for an
 attempt that never started, raises `IllegalEvent`. An illegal event still consumes its seq, so
 what follows it applies normally.
 """
@@ -38,7 +39,7 @@ from statemachines.config import DEFAULT_CONFIG, CoreConfig
 from statemachines.endings import on_stream_error, truncate
 from statemachines.errors import IllegalEvent
 from statemachines.outputs import Outputs
-from statemachines.states import FINAL_STATES, OPEN_ATTEMPT_STATES
+from statemachines.states import FINAL_STATES, OPEN_ATTEMPT_STATES, TurnState
 from statemachines.turn import Turn
 
 
@@ -92,10 +93,17 @@ def position_of(turn: Turn, event: InboundEvent) -> str | None:
         return None
     if event.seq <= turn.last_seq:
         return "duplicate"
+    if turn.state is TurnState.RETRYING and not isinstance(event, _BETWEEN_ATTEMPTS):
+        turn.last_seq = event.seq
+        return "superseded"
     if event.seq != turn.last_seq + 1:
         expected, turn.last_seq = turn.last_seq + 1, event.seq
         raise IllegalEvent(f"{event.turn_id}: seq gap, expected {expected}, got {event.seq}")
     return None
+
+
+# What may still apply once an attempt has been given up and the next one is awaited.
+_BETWEEN_ATTEMPTS = (AttemptStalled, TurnCancelled)
 
 
 def dispatch(turn: Turn, event: InboundEvent, config: CoreConfig, out: Outputs) -> None:

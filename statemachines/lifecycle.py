@@ -47,8 +47,8 @@ def on_attempt_started(turn: Turn, event: AttemptStarted, out: Outputs) -> None:
         commit_step(turn, out)
     if event.step != turn.step:
         turn.cause_counts = {}
-    fire(turn, "start_attempt", out)
     turn.step, turn.attempt, turn.last_seq = event.step, event.attempt, event.seq
+    fire(turn, "start_attempt", out)
     turn.current = AttemptBuf(
         step=event.step,
         attempt=event.attempt,

@@ -1,0 +1,70 @@
+"""Provider adapters: raw provider streams -> terminus inbound events (DESIGN section 2).
+
+Pure: no I/O, no clock. One adapter per attempt; the caller emits `turn-started` and
+`attempt-started` itself and starts the adapter's seqs after them.
+
+    adapter = make_adapter("anthropic", ctx, first_seq=2)
+    events = adapter.feed_sse(chunk) ... + adapter.close()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from events.adapters.anthropic import AnthropicAdapter, BedrockAdapter
+from events.adapters.base import AdapterError, AttemptContext, ProviderAdapter
+from events.adapters.converse import ConverseAdapter
+from events.adapters.eventstream import decode_eventstream
+from events.adapters.gemini import GeminiAdapter
+from events.adapters.http_errors import http_error_event
+from events.adapters.openai_chat import OpenAIChatAdapter
+from events.adapters.openai_responses import OpenAIResponsesAdapter
+from events.inbound import Contract
+
+PROVIDERS: tuple[str, ...] = (
+    "anthropic",
+    "openai-responses",
+    "openai-chat",
+    "gemini",
+    "bedrock",
+    "bedrock-converse",
+)
+
+CONTRACTS: dict[str, Contract] = {
+    "anthropic": "anthropic-messages",
+    "openai-responses": "openai-responses",
+    "openai-chat": "openai-chat",
+    "gemini": "gemini",
+    "bedrock": "anthropic-messages",
+    "bedrock-converse": "ai-sdk",
+}
+
+_FACTORIES: Final[dict[str, Callable[[AttemptContext, int], ProviderAdapter]]] = {
+    "anthropic": AnthropicAdapter,
+    "openai-responses": OpenAIResponsesAdapter,
+    "openai-chat": OpenAIChatAdapter,
+    "gemini": GeminiAdapter,
+    "bedrock": BedrockAdapter,
+    "bedrock-converse": ConverseAdapter,
+}
+
+
+def make_adapter(provider: str, ctx: AttemptContext, first_seq: int = 2) -> ProviderAdapter:
+    """A fresh adapter for one attempt; `ValueError` for a provider not in `PROVIDERS`."""
+    factory = _FACTORIES.get(provider)
+    if factory is None:
+        raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
+    return factory(ctx, first_seq)
+
+
+__all__ = [
+    "CONTRACTS",
+    "PROVIDERS",
+    "AdapterError",
+    "AttemptContext",
+    "ProviderAdapter",
+    "decode_eventstream",
+    "http_error_event",
+    "make_adapter",
+]

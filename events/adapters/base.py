@@ -1,0 +1,50 @@
+"""The adapter port: what every provider adapter takes, returns and raises.
+
+Errors:
+    AdapterError (ValueError)  malformed provider input; `line` is the 1-based line of the raw text
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import msgspec
+
+from events.inbound import InboundEvent
+
+
+class AttemptContext(msgspec.Struct, frozen=True, kw_only=True):
+    """Identity stamped on every event an adapter emits for one attempt."""
+
+    session_id: str
+    turn_id: str
+    step: int = 1
+    attempt: int = 1
+    provider: str = ""
+    model: str = ""
+    ts_ms: int = 0
+
+
+class AdapterError(ValueError):
+    """Provider input that cannot be parsed; `line` is where it is in the raw text, if known."""
+
+    def __init__(self, reason: str, line: int | None = None) -> None:
+        super().__init__(reason if line is None else f"line {line}: {reason}")
+        self.reason = reason
+        self.line = line
+
+
+class ProviderAdapter(Protocol):
+    """Turns one attempt's raw provider stream into inbound events with contiguous seqs."""
+
+    def feed_sse(self, text: str) -> list[InboundEvent]:
+        """Consume raw SSE text of any chunking; return the events it completed."""
+        ...
+
+    def feed_payload(self, payload: Any) -> list[InboundEvent]:
+        """Consume one already-decoded `data:` payload."""
+        ...
+
+    def close(self) -> list[InboundEvent]:
+        """EOF: flush what is pending, then `StreamClosed` unless the attempt ended in an error."""
+        ...

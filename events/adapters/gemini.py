@@ -1,0 +1,101 @@
+"""Gemini `streamGenerateContent?alt=sse` and Vertex AI streams.
+
+Only candidate 0 is followed. Gemini has no end sentinel: the chunk with `finishReason` is the
+terminal proof, so no `ProviderTerminal` is emitted. A whole `functionCall` becomes
+`ToolInputStart` + `ToolCall` at once; a Vertex streamed call (name with `willContinue`, then
+`partialArgs` chunks) becomes its `ToolCall` when the next call starts, a bare `functionCall`
+closes it, or `finishReason` arrives.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from events.adapters.base import AttemptContext
+from events.adapters.gemini_args import StreamedCall
+from events.adapters.stream import StreamAdapter
+from events.adapters.values import arr, count, error_message, obj, string
+from events.inbound import FinishReason, Usage
+
+_CONTENT_FILTER: Final = frozenset(
+    ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY")
+)
+
+
+class GeminiAdapter(StreamAdapter):
+    """GenerateContentResponse chunks -> inbound events."""
+
+    def __init__(self, ctx: AttemptContext, first_seq: int = 2) -> None:
+        super().__init__(ctx, first_seq)
+        self._streamed: StreamedCall | None = None
+        self._usage: dict[str, Any] = {}
+        self._finished = False
+
+    def on_payload(self, payload: Any) -> None:
+        data = obj(payload)
+        if data.get("error"):
+            self.fail(data, error_message(data) or "error chunk")
+            return
+        candidate = next(
+            (obj(c) for c in arr(data.get("candidates")) if count(obj(c).get("index")) == 0), {}
+        )
+        for part in arr(obj(candidate.get("content")).get("parts")):
+            self._part(obj(part))
+        if isinstance(data.get("usageMetadata"), dict):
+            self._usage = data["usageMetadata"]
+        reason = string(candidate.get("finishReason"))
+        if reason and not self._finished:
+            self._finish(reason)
+
+    def _part(self, part: dict[str, Any]) -> None:
+        if "functionCall" in part:
+            self._function_call(obj(part["functionCall"]))
+        elif part.get("thought") is True:
+            self.sole_part_delta("reasoning", "thought", string(part.get("text")))
+        else:
+            self.sole_part_delta("text", "text", string(part.get("text")))
+
+    def _function_call(self, call: dict[str, Any]) -> None:
+        name, partial = string(call.get("name")), arr(call.get("partialArgs"))
+        more = call.get("willContinue") is True
+        if not name:
+            if self._streamed is not None:
+                self._streamed.add(partial)
+                if not partial and not more:
+                    self._end_streamed()
+            return
+        self._end_streamed()
+        call_id = string(call.get("id")) or self.next_id("call_p")
+        self.tool_start(call_id, name)
+        if "args" in call or not (partial or more):
+            self.tool_call(call_id, name, obj(call.get("args")))
+        else:
+            self._streamed = StreamedCall(call_id, name)
+            self._streamed.add(partial)
+
+    def _end_streamed(self) -> None:
+        if self._streamed is not None:
+            self.tool_call(self._streamed.call_id, self._streamed.name, self._streamed.args())
+            self._streamed = None
+
+    def _finish(self, raw: str) -> None:
+        self._finished = True
+        self.end_parts()
+        self._end_streamed()
+        self.finish(self._reason(raw), raw, _usage(self._usage))
+
+    def _reason(self, raw: str) -> FinishReason:
+        if raw == "STOP":
+            return "tool-calls" if self.tool_called else "stop"
+        if raw == "MAX_TOKENS":
+            return "length"
+        return "content-filter" if raw in _CONTENT_FILTER else "other"
+
+
+def _usage(usage: dict[str, Any]) -> Usage:
+    return Usage(
+        input_tokens=count(usage.get("promptTokenCount")),
+        output_tokens=count(usage.get("candidatesTokenCount")),
+        reasoning_tokens=count(usage.get("thoughtsTokenCount")),
+        cache_read_tokens=count(usage.get("cachedContentTokenCount")),
+    )

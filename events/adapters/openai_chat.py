@@ -1,0 +1,110 @@
+"""OpenAI Chat Completions streams, and compatible servers (OpenRouter, Groq, xAI, llama.cpp,
+DeepSeek).
+
+Only choice index 0 is followed: with `n > 1` the other choices are alternative completions of
+the same request, and a turn records one answer. Text, refusal and reasoning deltas each open
+their own part, one at a time. The `finish_reason` chunk ends the open parts and emits the tool
+calls; its `FinishStep` waits for usage, which OpenAI sends in a separate chunk, and goes out at
+the first usage, `[DONE]` or EOF. Repeated `finish_reason` chunks (OpenRouter) only carry usage.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from events.adapters.base import AttemptContext
+from events.adapters.stream import PendingTool, StreamAdapter
+from events.adapters.values import arr, count, error_message, obj, string
+from events.inbound import FinishReason, Usage
+
+_REASONS: Final[dict[str, FinishReason]] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+    "content_filter": "content-filter",
+}
+
+
+class OpenAIChatAdapter(StreamAdapter):
+    """Chat Completions chunks (and the `[DONE]` sentinel) -> inbound events."""
+
+    def __init__(self, ctx: AttemptContext, first_seq: int = 2) -> None:
+        super().__init__(ctx, first_seq)
+        self._tools: dict[int, PendingTool] = {}
+        self._finish_seen = False
+        self._pending: tuple[FinishReason, str] | None = None
+        self._usage: dict[str, Any] = {}
+
+    def on_payload(self, payload: Any) -> None:
+        if payload == "[DONE]":
+            self._flush()
+            self.terminal("[DONE]")
+            return
+        data = obj(payload)
+        if data.get("error"):
+            self.fail(data, error_message(data) or "error chunk")
+            return
+        for choice in arr(data.get("choices")):
+            if count(obj(choice).get("index")) == 0:
+                self._choice(obj(choice))
+        usage = data.get("usage")
+        if isinstance(usage, dict):
+            self._usage = usage
+            self._flush()
+
+    def on_close(self) -> None:
+        self._flush()
+
+    def _choice(self, choice: dict[str, Any]) -> None:
+        delta = obj(choice.get("delta"))
+        reasoning = string(delta.get("reasoning_content")) or string(delta.get("reasoning"))
+        self.sole_part_delta("reasoning", "reasoning", reasoning)
+        self.sole_part_delta("text", "content", string(delta.get("content")))
+        self.sole_part_delta("text", "refusal", string(delta.get("refusal")))
+        for call in arr(delta.get("tool_calls")):
+            self._tool_fragment(obj(call))
+        reason = string(choice.get("finish_reason"))
+        if reason and not self._finish_seen:
+            self._finish_seen = True
+            self._finish(reason)
+
+    def _tool_fragment(self, call: dict[str, Any]) -> None:
+        index = count(call.get("index"))
+        function = obj(call.get("function"))
+        tool = self._tools.get(index)
+        if tool is None:
+            if not string(call.get("id")):
+                return
+            tool = self._tools[index] = PendingTool(
+                string(call.get("id")), string(function.get("name"))
+            )
+            self.tool_start(tool.call_id, tool.name)
+        fragment = string(function.get("arguments"))
+        tool.fragments.append(fragment)
+        self.tool_delta(tool.call_id, tool.name, fragment)
+
+    def _finish(self, reason: str) -> None:
+        self.end_parts()
+        for tool in self._tools.values():
+            self.tool_call(tool.call_id, tool.name, "".join(tool.fragments))
+        self._tools.clear()
+        self._pending = (_REASONS.get(reason, "other"), reason)
+
+    def _flush(self) -> None:
+        if self._pending is not None:
+            reason, raw = self._pending
+            self._pending = None
+            self.finish(reason, raw, _usage(self._usage))
+
+
+def _usage(usage: dict[str, Any]) -> Usage:
+    prompt = obj(usage.get("prompt_tokens_details"))
+    return Usage(
+        input_tokens=count(usage.get("prompt_tokens")),
+        output_tokens=count(usage.get("completion_tokens")),
+        reasoning_tokens=count(obj(usage.get("completion_tokens_details")).get("reasoning_tokens")),
+        cache_read_tokens=count(prompt.get("cached_tokens"))
+        or count(usage.get("prompt_cache_hit_tokens")),
+        cache_write_tokens=count(prompt.get("cache_write_tokens")),
+    )

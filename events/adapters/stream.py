@@ -1,0 +1,209 @@
+"""Plumbing shared by every adapter: SSE frames -> payloads, seq numbering, parts and errors.
+
+A subclass implements `on_payload` (and `on_close` if it holds events back). After the first
+`StreamError` the adapter ignores all further input, so an attempt reports one error at most.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any, Final, Literal
+
+import msgspec
+
+from events.adapters.base import AdapterError, AttemptContext
+from events.adapters.sse import Frame, SseParser
+from events.adapters.values import decode, parse_object
+from events.inbound import (
+    FinishReason,
+    FinishStep,
+    InboundEvent,
+    ProviderTerminal,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    StreamClosed,
+    StreamError,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolInputDelta,
+    ToolInputStart,
+    Usage,
+)
+
+PartKind = Literal["text", "reasoning"]
+EventFactory = Callable[..., InboundEvent]
+
+_START: Final[dict[PartKind, EventFactory]] = {"text": TextStart, "reasoning": ReasoningStart}
+_DELTA: Final[dict[PartKind, EventFactory]] = {"text": TextDelta, "reasoning": ReasoningDelta}
+
+
+class PendingTool(msgspec.Struct):
+    """A tool call whose JSON arguments are still arriving in fragments."""
+
+    call_id: str
+    name: str
+    fragments: list[str] = msgspec.field(default_factory=list)
+
+
+class StreamAdapter:
+    """Base of the provider adapters; implements the `ProviderAdapter` port."""
+
+    def __init__(self, ctx: AttemptContext, first_seq: int = 2) -> None:
+        self.ctx = ctx
+        self.failed = False
+        self.tool_called = False
+        self._seq = first_seq
+        self._counter = 0
+        self._closed = False
+        self._out: list[InboundEvent] = []
+        self._sse = SseParser()
+        self._frames: deque[Frame] = deque()
+        self._parts: dict[tuple[PartKind, Hashable], str] = {}
+
+    def feed_sse(self, text: str) -> list[InboundEvent]:
+        """Consume raw SSE text of any chunking; return the events it completed."""
+        if not self._closed:
+            self._frames.extend(self._sse.feed(text))
+            self._drain()
+        return self._take()
+
+    def feed_payload(self, payload: Any) -> list[InboundEvent]:
+        """Consume one already-decoded `data:` payload."""
+        if not self._closed and not self.failed:
+            self.on_payload(payload)
+        return self._take()
+
+    def close(self) -> list[InboundEvent]:
+        """EOF: flush what is pending, then `StreamClosed` unless a `StreamError` was emitted."""
+        if self._closed:
+            return self._take()
+        self._frames.extend(self._sse.finish())
+        self._drain()
+        self._closed = True
+        if not self.failed:
+            self.on_close()
+            self.emit(StreamClosed)
+        return self._take()
+
+    def on_payload(self, payload: Any) -> None:
+        """Map one provider payload to events."""
+        raise NotImplementedError
+
+    def on_close(self) -> None:
+        """Emit what was held back waiting for more input."""
+
+    def emit(self, make: EventFactory, **fields: Any) -> None:
+        """Append one event stamped with the attempt's identity and the next seq."""
+        ctx = self.ctx
+        event = make(
+            session_id=ctx.session_id,
+            turn_id=ctx.turn_id,
+            step=ctx.step,
+            attempt=ctx.attempt,
+            ts_ms=ctx.ts_ms,
+            seq=self._seq,
+            **fields,
+        )
+        self._out.append(event)
+        self._seq += 1
+
+    def next_id(self, prefix: str = "p") -> str:
+        """An id unique within the turn: step, attempt and a running counter."""
+        self._counter += 1
+        return f"{prefix}{self.ctx.step}.{self.ctx.attempt}.{self._counter - 1}"
+
+    def start_part(self, kind: PartKind, key: Hashable) -> str:
+        """The open part under `key`, started now if it was not open."""
+        part_id = self._parts.get((kind, key))
+        if part_id is None:
+            part_id = self._parts[(kind, key)] = self.next_id()
+            self.emit(_START[kind], part_id=part_id)
+        return part_id
+
+    def part_delta(self, kind: PartKind, key: Hashable, delta: str) -> None:
+        """A delta on the part under `key`; empty deltas are dropped."""
+        if delta:
+            self.emit(_DELTA[kind], part_id=self.start_part(kind, key), delta=delta)
+
+    def sole_part_delta(self, kind: PartKind, key: Hashable, delta: str) -> None:
+        """A delta on `key` after ending every other open part (one part at a time)."""
+        if delta:
+            for other in [k for k in self._parts if k != (kind, key)]:
+                self.end_part(*other)
+            self.part_delta(kind, key, delta)
+
+    def end_part(self, kind: PartKind, key: Hashable, signature: str | None = None) -> None:
+        """End the part under `key` if it is open."""
+        part_id = self._parts.pop((kind, key), None)
+        if part_id is None:
+            return
+        if kind == "text":
+            self.emit(TextEnd, part_id=part_id)
+        else:
+            self.emit(ReasoningEnd, part_id=part_id, signature=signature or None)
+
+    def end_parts(self) -> None:
+        """End every open text and reasoning part."""
+        for kind, key in list(self._parts):
+            self.end_part(kind, key)
+
+    def tool_start(self, call_id: str, name: str) -> None:
+        """A tool call whose input is about to stream."""
+        self.emit(ToolInputStart, tool_call_id=call_id, tool_name=name)
+
+    def tool_delta(self, call_id: str, name: str, delta: str) -> None:
+        """A fragment of a tool call's JSON input; empty fragments are dropped."""
+        if delta:
+            self.emit(ToolInputDelta, tool_call_id=call_id, tool_name=name, delta=delta)
+
+    def tool_call(self, call_id: str, name: str, arguments: str | dict[str, Any]) -> None:
+        """A finished tool call; arguments that are not a JSON object emit nothing."""
+        parsed = parse_object(arguments) if isinstance(arguments, str) else arguments
+        if parsed is not None:
+            self.emit(ToolCall, tool_call_id=call_id, tool_name=name, input=parsed)
+            self.tool_called = True
+
+    def finish(self, reason: FinishReason, raw: str | None, usage: Usage) -> None:
+        """The step's end as the provider reported it."""
+        self.emit(FinishStep, finish_reason=reason, raw_finish_reason=raw, usage=usage)
+
+    def terminal(self, kind: str, reason: FinishReason | None = None) -> None:
+        """The provider's own end-of-stream marker."""
+        self.emit(ProviderTerminal, kind=kind, finish_reason=reason)
+
+    def fail(self, body: Any, message: str) -> None:
+        """Emit the attempt's one `StreamError`; everything after it is ignored."""
+        self.emit(StreamError, status=None, body=body, message=message)
+        self.failed = True
+
+    def _drain(self) -> None:
+        # Pop before decoding, so the frames after a malformed one survive an AdapterError.
+        while self._frames:
+            frame = self._frames.popleft()
+            if not self.failed:
+                payload = _payload(frame)
+                if payload is not None:
+                    self.on_payload(payload)
+
+    def _take(self) -> list[InboundEvent]:
+        out, self._out = self._out, []
+        return out
+
+
+def _payload(frame: Frame) -> Any:
+    if not frame.data:
+        return {"type": frame.event} if frame.event else None
+    if frame.data.strip() == "[DONE]":
+        return "[DONE]"
+    try:
+        payload = decode(frame.data)
+    except msgspec.DecodeError as exc:
+        raise AdapterError(f"data is not JSON: {exc}", frame.line) from None
+    named = frame.event and frame.event != "message"
+    if named and isinstance(payload, dict) and "type" not in payload:
+        payload["type"] = frame.event
+    return payload

@@ -1,0 +1,154 @@
+"""`terminus simulate`: run files as the successive attempts of one turn, with no Redis.
+
+A file is read by its suffix: `.sse` raw provider SSE; `.jsonl` normalized events (lines whose
+`type` is an inbound event tag), else provider payloads one per line; `.json` an HTTP error
+`{status_code, headers, body}`, a bare error body, a list of provider payloads, or one payload;
+`.eventstream` AWS event-stream frames carrying Anthropic events (Bedrock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+
+from events.adapters import CONTRACTS, AttemptContext
+from events.inbound import AttemptStarted, InboundEvent, TurnStarted
+from events.outbound import PartialRecord, PersistedMessage, SessionUpdate
+from service.transcripts import TranscriptError, read_attempt
+from statemachines.config import CoreConfig
+from statemachines.errors import IllegalEvent
+from statemachines.fold import evolve
+from statemachines.outputs import Outputs, Transition
+from statemachines.retry_policy import RetryPolicy
+from statemachines.states import FINAL_STATES, TurnState
+from statemachines.turn import AttemptOutcome, Turn
+
+SESSION_ID = "sim-session"
+TURN_ID = "sim-turn"
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    """What `simulate` prints: final state, attempt history, message, partial and every frame."""
+
+    state: str
+    attempts: list[AttemptOutcome]
+    message: PersistedMessage | None
+    partial: PartialRecord | None
+    updates: list[SessionUpdate]
+    transitions: list[Transition]
+    ignored: dict[str, int]
+    unused_files: list[str]
+
+
+class SimulationError(Exception):
+    """A file could not be read or turned into a consistent attempt; `str()` is one line."""
+
+
+def simulate(
+    files: Sequence[Path],
+    *,
+    provider: str | None = None,
+    lenient: bool = False,
+    max_attempts: int | None = None,
+    keep_partial: bool = True,
+    session_id: str = SESSION_ID,
+    turn_id: str = TURN_ID,
+) -> Outcome:
+    """Fold every file, one attempt each, through the turn machine and collect the outcome."""
+    retry = RetryPolicy(max_attempts=max_attempts) if max_attempts else RetryPolicy()
+    config = CoreConfig(retry=retry, keep_partial=keep_partial)
+    start = TurnStarted(session_id=session_id, turn_id=turn_id, seq=0, max_attempts=max_attempts)
+    turn, out = evolve(None, start, config)
+    unused: list[str] = []
+    for path in files:
+        if turn.state in FINAL_STATES or turn.state not in _STARTABLE:
+            unused.append(str(path))
+            continue
+        _run_attempt(turn, path, provider, lenient, config, out)
+    return Outcome(
+        state=turn.state.value,
+        attempts=list(turn.history),
+        message=out.messages[-1] if out.messages else None,
+        partial=out.partials[-1] if out.partials else None,
+        updates=out.frames,
+        transitions=out.transitions,
+        ignored=dict(turn.ignored),
+        unused_files=unused,
+    )
+
+
+_STARTABLE = frozenset((TurnState.PENDING, TurnState.RETRYING, TurnState.AWAITING_STEP))
+
+
+def _run_attempt(
+    turn: Turn,
+    path: Path,
+    provider: str | None,
+    lenient: bool,
+    config: CoreConfig,
+    out: Outputs,
+) -> None:
+    step, attempt = _next_attempt(turn)
+    ctx = AttemptContext(
+        session_id=turn.session_id,
+        turn_id=turn.turn_id,
+        step=step,
+        attempt=attempt,
+        provider=provider or "",
+    )
+    first_seq = turn.last_seq + 1 if turn.state is TurnState.PENDING else 0
+    started = AttemptStarted(
+        session_id=turn.session_id,
+        turn_id=turn.turn_id,
+        step=step,
+        attempt=attempt,
+        seq=first_seq,
+        provider=provider or "",
+        contract=CONTRACTS.get(provider or "", "ai-sdk"),
+        strict=not lenient,
+    )
+    try:
+        events = read_attempt(path, ctx, provider, first_seq)
+    except TranscriptError as exc:
+        raise SimulationError(str(exc)) from None
+    for event, line in _with_start(started, events):
+        _apply(turn, event, config, out, path, line)
+
+
+def _with_start(
+    started: AttemptStarted, events: list[tuple[InboundEvent, int | None]]
+) -> list[tuple[InboundEvent, int | None]]:
+    """Normalized files may bring their own `attempt-started`; else the default one goes first."""
+    if events and isinstance(events[0][0], AttemptStarted):
+        return events
+    return [(started, None), *events]
+
+
+def _apply(
+    turn: Turn,
+    event: InboundEvent,
+    config: CoreConfig,
+    out: Outputs,
+    path: Path,
+    line: int | None,
+) -> None:
+    try:
+        evolve(turn, event, config, out)
+    except IllegalEvent as exc:
+        where = f"{path}:{line}" if line is not None else str(path)
+        raise SimulationError(f"{where}: {exc.reason}") from None
+
+
+def _next_attempt(turn: Turn) -> tuple[int, int]:
+    if turn.state is TurnState.RETRYING:
+        return turn.step, turn.attempt + 1
+    if turn.state is TurnState.AWAITING_STEP:
+        return turn.step + 1, 1
+    return turn.step, turn.attempt
+
+
+def outcome_json(outcome: Outcome) -> bytes:
+    """The outcome as indented JSON, the same bytes for the same inputs."""
+    return msgspec.json.format(msgspec.json.encode(outcome), indent=2)

@@ -1,0 +1,147 @@
+"""Read a transcript file into the inbound events of one attempt, with the line each came from.
+
+Used by `simulate`, `publish` and the demo. A bad file raises `TranscriptError` naming the file and,
+where known, the line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from events.adapters import AdapterError, AttemptContext, decode_eventstream, http_error_event
+from events.adapters import make_adapter as _make_adapter
+from events.inbound import EVENT_TYPES, InboundEvent
+from statemachines.retry_hints import parse_instant_ms
+
+Located = tuple[InboundEvent, int | None]
+_IDENTITY = ("session_id", "turn_id", "step", "attempt", "seq")
+EVENT_TAGS = frozenset(str(t.__struct_config__.tag) for t in EVENT_TYPES)
+
+
+class TranscriptError(Exception):
+    """One line: `FILE[:LINE]: reason`."""
+
+
+def read_attempt(
+    path: Path, ctx: AttemptContext, provider: str | None, first_seq: int
+) -> list[Located]:
+    """Events of one attempt; a leading `attempt-started` takes `first_seq`, the rest follow it."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return _parse(path, raw, ctx, provider, first_seq)
+    except AdapterError as exc:
+        where = f"{path}:{exc.line}" if exc.line is not None else str(path)
+        raise TranscriptError(f"{where}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(f"{path}: not UTF-8 text ({exc.reason})") from None
+
+
+def _parse(
+    path: Path, raw: bytes, ctx: AttemptContext, provider: str | None, first_seq: int
+) -> list[Located]:
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl" and _is_normalized(path, raw.decode()):
+        return _normalized(path, raw.decode(), ctx, first_seq)
+    if suffix == ".json":
+        return _json_file(path, raw, ctx, provider, first_seq)
+    adapter_provider = _need_provider(path, provider)
+    adapter = _make_adapter(adapter_provider, ctx, first_seq + 1)
+    if suffix == ".eventstream":
+        events = [e for p in decode_eventstream(raw) for e in adapter.feed_payload(p)]
+    elif suffix == ".jsonl":
+        events = [e for p in _json_lines(path, raw.decode()) for e in adapter.feed_payload(p)]
+    else:
+        events = adapter.feed_sse(raw.decode())
+    return [(e, None) for e in [*events, *adapter.close()]]
+
+
+def _is_normalized(path: Path, text: str) -> bool:
+    """Normalized event lines carry one of our `type` tags; provider payloads never do."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            doc = _decode_json(path, line, number)
+            return isinstance(doc, dict) and doc.get("type") in EVENT_TAGS
+    return True
+
+
+def _need_provider(path: Path, provider: str | None) -> str:
+    if provider is None:
+        raise TranscriptError(f"{path}: --provider is required for provider transcripts")
+    return provider
+
+
+def _json_lines(path: Path, text: str) -> list[Any]:
+    payloads = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            payloads.append(_decode_json(path, line, number))
+    return payloads
+
+
+def _decode_json(path: Path, text: str | bytes, line: int | None) -> Any:
+    try:
+        return msgspec.json.decode(text)
+    except msgspec.DecodeError as exc:
+        where = f"{path}:{line}" if line is not None else str(path)
+        raise TranscriptError(f"{where}: malformed JSON: {exc}") from None
+
+
+def _json_file(
+    path: Path, raw: bytes, ctx: AttemptContext, provider: str | None, first_seq: int
+) -> list[Located]:
+    """An HTTP error response, or provider payloads (one object or a list of them)."""
+    doc = _decode_json(path, raw, None)
+    if isinstance(doc, dict) and "status_code" in doc:
+        return _http_response(doc, ctx, first_seq)
+    if isinstance(doc, dict) and "error" in doc and "type" not in doc:
+        return _http_response({"status_code": None, "body": doc}, ctx, first_seq)
+    adapter = _make_adapter(_need_provider(path, provider), ctx, first_seq + 1)
+    payloads = doc if isinstance(doc, list) else [doc]
+    events = [e for p in payloads for e in adapter.feed_payload(p)]
+    return [(e, None) for e in [*events, *adapter.close()]]
+
+
+def _http_response(doc: dict[str, Any], ctx: AttemptContext, first_seq: int) -> list[Located]:
+    """An error status or bare error body becomes a stream error; a response with no stream and no
+    error is an attempt cut at once."""
+    headers = {str(k).lower(): str(v) for k, v in (doc.get("headers") or {}).items()}
+    stamped = msgspec.structs.replace(ctx, ts_ms=parse_instant_ms(headers.get("date", "")) or 0)
+    status = doc.get("status_code")
+    body = doc.get("body")
+    if (status is None and body is not None) or (isinstance(status, int) and status >= 400):
+        error = http_error_event(stamped, first_seq + 1, status, headers, body)
+        return [(error, None)]
+    closed = _make_adapter("anthropic", stamped, first_seq + 1).close()
+    return [(e, None) for e in closed]
+
+
+def _normalized(path: Path, text: str, ctx: AttemptContext, first_seq: int) -> list[Located]:
+    """Normalized events, restamped with the attempt's identity and contiguous seqs."""
+    located: list[Located] = []
+    seq = first_seq + 1
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        doc = _decode_json(path, line, number)
+        if not isinstance(doc, dict):
+            raise TranscriptError(f"{path}:{number}: an event must be a JSON object")
+        leading_start = not located and doc.get("type") == "attempt-started"
+        identity = (ctx.session_id, ctx.turn_id, ctx.step, ctx.attempt)
+        doc.update(zip(_IDENTITY, (*identity, first_seq if leading_start else seq), strict=True))
+        located.append((_convert(path, doc, number), number))
+        seq += 0 if leading_start else 1
+    return located
+
+
+def _convert(path: Path, doc: dict[str, Any], line: int) -> InboundEvent:
+    try:
+        event: InboundEvent = msgspec.convert(doc, InboundEvent)
+    except msgspec.ValidationError as exc:
+        raise TranscriptError(f"{path}:{line}: {exc}") from None
+    return event
