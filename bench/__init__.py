@@ -1,0 +1,1 @@
+"""Benchmarks of terminus; not part of the installed packages."""

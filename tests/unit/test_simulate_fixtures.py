@@ -1,0 +1,387 @@
+"""Every recorded transcript through `terminus simulate`, whole and with its terminal cut off."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from events.outbound import AgentError, TextPart, ToolPart
+from service.cli import main
+from service.simulate import Outcome, simulate
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "provider-streams"
+PROVIDER_OF_DIR = {
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "openai-chat": "openai-chat",
+    "openai-compatible": "openai-chat",
+    "openai-responses": "openai-responses",
+}
+
+# fixture -> (state, outcome of the last attempt, reason or error type, finish reason, text snippet)
+EXPECTED: dict[str, tuple[str, str, str | None, str | None, str]] = {
+    "anthropic/error-event-data-overloaded-details-null-vertex-sdk-ts-issue346.json": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "anthropic/error-event-data-overloaded-request-id-gptel-pr1512.json": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "anthropic/error-event-overloaded-sdk-python.sse": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "anthropic/error-event-overloaded-sdk-ts.sse": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "anthropic/http-200-ratelimit-headers-recorded-sdk-python.json": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "anthropic/http-400-input-plus-max-tokens-exceed-context-docker-agent-issue569.json": (
+        "retrying", "compaction", "context_overflow", None, ""),
+    "anthropic/http-400-invalid-request-recorded-sdk-python.json": (
+        "failed", "failed", "unknown", None, ""),
+    "anthropic/http-400-prompt-too-long-claude-code-issue12186.json": (
+        "retrying", "compaction", "context_overflow", None, ""),
+    "anthropic/http-429-headers-issue357.json": ("retrying", "failed", "rate_limit", None, ""),
+    "anthropic/http-429-rate-limit-body-cline252.json": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "anthropic/http-429-rate-limit-error-recorded-sdk-python.json": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "anthropic/http-529-overloaded-body-2026-claude-code-issue39757.json": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "anthropic/http-529-overloaded-sdk-ts-issue616.json": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "anthropic/max-tokens-mid-tool-input-sdk-python.sse": (
+        "finished", "finished", None, "length", "comprehensive tax guide"),
+    "anthropic/refusal-stop-details-sdk-python.sse": (
+        "finished", "finished", None, "content-filter", ""),
+    "anthropic/spliced-message-start-synthetic-vercel-ai.jsonl": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "anthropic/text-after-429-retries-recorded-sdk-python.sse": (
+        "finished", "finished", None, "stop", "[12345,67890]"),
+    "anthropic/text-basic-ping-sdk-python.sse": (
+        "finished", "finished", None, "stop", "Hello there!"),
+    "anthropic/text-recorded-fantasy.sse": ("finished", "finished", None, "stop", "Olá!"),
+    "anthropic/thinking-tool-use-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "anthropic/tool-use-input-json-delta-sdk-python.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "anthropic/tool-use-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "anthropic/truncated-mid-tool-input-tail-litellm-pr32159.partial.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "anthropic/web-search-server-tool-citations-recorded-fantasy.sse": (
+        "finished", "finished", None, "stop", "Based on the search results"),
+    "bedrock/anthropic-invoke-with-response-stream-recorded-fantasy.decoded.jsonl": (
+        "finished", "finished", None, "stop", "How can I help you today?"),
+    "bedrock/anthropic-invoke-with-response-stream-recorded-fantasy.eventstream": (
+        "finished", "finished", None, "stop", "How can I help you today?"),
+    "bedrock/converse-stream-reasoning-vercel-ai.jsonl": (
+        "finished", "finished", None, "stop", "There are **3** r's"),
+    "bedrock/converse-stream-text-vercel-ai.jsonl": (
+        "finished", "finished", None, "stop", 'Let me count the "r"s'),
+    "gemini/function-call-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "gemini/http-429-resource-exhausted-retryinfo-langextract-issue50.json": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "gemini/multi-chunk-text-recorded-fantasy.sse": (
+        "finished", "finished", None, "stop", "The weather in Florence"),
+    "gemini/text-stop-curl-simonw-llm-gemini-issue97.sse": (
+        "finished", "finished", None, "stop", "Here you go!"),
+    "gemini/text-stop-recorded-fantasy.sse": ("finished", "finished", None, "stop", "Olá!"),
+    "gemini/vertex-streaming-function-call-partial-args-vercel-ai.jsonl": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-chat/finish-length-usage-done-openai-python.sse": (
+        "finished", "finished", None, "length", '{"'),
+    "openai-chat/http-400-context-length-exceeded-chat-code-issue17.json": (
+        "retrying", "compaction", "context_overflow", None, ""),
+    "openai-chat/multiple-choices-n3-openai-python.sse": (
+        "finished", "finished", None, "stop", '{"city":"San Francisco"'),
+    "openai-chat/parallel-tool-calls-openai-python.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-chat/ratelimit-headers-documented-sample-openai-docs.json": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-chat/ratelimit-headers-observed-open-webui-issue3743.json": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-chat/refusal-deltas-openai-python.sse": (
+        "finished", "finished", None, "stop", "I'm sorry, I can't assist"),
+    "openai-chat/text-stop-usage-done-recorded-fantasy.sse": (
+        "finished", "finished", None, "stop", "Olá!"),
+    "openai-chat/tool-calls-usage-done-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-compatible/deepseek-finish-length-usage-same-chunk-vercel-ai.jsonl": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/groq-ratelimit-headers-documented.json": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "openai-compatible/groq-text-usage-recorded-fantasy.sse": (
+        "finished", "finished", None, "stop", "Olá!"),
+    "openai-compatible/llama-cpp-gpt-oss-reasoning-timings-recorded-fantasy.sse": (
+        "finished", "finished", None, "stop", "Olá!"),
+    "openai-compatible/openrouter-text-comment-lines-recorded-fantasy.sse": (
+        "finished", "finished", None, "stop", "How can I help you today?"),
+    "openai-compatible/xai-grok-usage-in-final-chunk-recorded-fantasy.sse": (
+        "finished", "finished", None, "stop", "Olá!"),
+    "openai-responses/completed-template-codex.json": (
+        "retrying", "truncated", "empty_stop", None, ""),
+    "openai-responses/error-event-then-failed-insufficient-quota-vercel-ai.jsonl": (
+        "failed", "failed", "budget", None, ""),
+    "openai-responses/failed-context-length-exceeded-codex.sse": (
+        "retrying", "compaction", "context_overflow", None, ""),
+    "openai-responses/failed-insufficient-quota-codex.sse": (
+        "failed", "failed", "budget", None, ""),
+    "openai-responses/failed-rate-limit-exceeded-codex.sse": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "openai-responses/function-call-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-responses/http-400-context-length-exceeded-responses-codex-issue20866.json": (
+        "retrying", "compaction", "context_overflow", None, ""),
+    "openai-responses/http-429-headers-openai-node-issue1477.json": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "openai-responses/http-error-insufficient-quota-body-vercel-ai.json": (
+        "failed", "failed", "budget", None, ""),
+    "openai-responses/incomplete-max-output-tokens-vercel-ai-test.sse": (
+        "finished", "finished", None, "length", "Hello,"),
+    "openai-responses/reasoning-summary-function-call-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-responses/stream-ends-before-completed-codex-incomplete_sse.json": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-responses/stream-ends-before-completed-codex-incomplete_sse.rendered.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-responses/text-completed-recorded-fantasy.sse": (
+        "finished", "finished", None, "stop", "Oi!"),
+}  # fmt: skip
+
+TERMINAL_MARKERS = {
+    "anthropic": ('"message_stop"',),
+    "bedrock": ('"message_stop"',),
+    "openai-chat": ("[DONE]",),
+    "openai-responses": ("response.completed", "response.incomplete"),
+    "gemini": ("finishReason",),
+    "bedrock-converse": ("messageStop", "metadata"),
+}
+LENIENT_PROOF_ON_FINISH = ("anthropic", "bedrock", "openai-chat")
+
+
+def provider_of(name: str) -> str:
+    directory, file = name.split("/", 1)
+    if directory == "bedrock":
+        return "bedrock-converse" if "converse" in file else "bedrock"
+    return PROVIDER_OF_DIR[directory]
+
+
+def run(paths: list[Path], provider: str, **options: Any) -> Outcome:
+    return simulate(paths, provider=provider, **options)
+
+
+def text_of(outcome: Outcome) -> str:
+    if outcome.message is None:
+        return ""
+    return "".join(p.text for p in outcome.message.parts if isinstance(p, TextPart))
+
+
+def test_every_fixture_has_an_expected_outcome() -> None:
+    on_disk = {
+        str(p.relative_to(FIXTURES))
+        for p in FIXTURES.rglob("*")
+        if p.is_file() and p.name != "SOURCES.md"
+    }
+    assert on_disk == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fixture_outcome(name: str) -> None:
+    state, outcome_kind, why, finish, snippet = EXPECTED[name]
+    outcome = run([FIXTURES / name], provider_of(name))
+    last = outcome.attempts[-1]
+    assert (outcome.state, last.outcome, last.finish_reason) == (state, outcome_kind, finish)
+    assert why == (last.error.type if last.error else last.reason)
+    assert snippet in text_of(outcome)
+    if state == "finished":
+        assert outcome.message is not None
+        assert outcome.updates[-1].__struct_config__.tag == "turn_finished"
+    else:
+        assert outcome.message is None
+
+
+def _units(name: str, raw: bytes) -> tuple[list[str], str]:
+    """The transcript split into SSE events or JSON lines, and the separator to join them."""
+    text = raw.decode()
+    if name.endswith(".sse"):
+        newline = "\r\n" if "\r\n" in text else "\n"
+        return text.split(newline * 2), newline * 2
+    return text.splitlines(), "\n"
+
+
+def _marker_text(unit: str) -> str:
+    """Bedrock's decoded frames hide the Anthropic event in base64."""
+    try:
+        doc = msgspec.json.decode(unit)
+    except msgspec.DecodeError:
+        return unit
+    if isinstance(doc, dict) and isinstance(doc.get("payload"), dict):
+        encoded = doc["payload"].get("bytes")
+        if isinstance(encoded, str):
+            return base64.b64decode(encoded).decode()
+    return unit
+
+
+def cut_terminal(name: str, tmp_path: Path) -> Path | None:
+    """A copy of the transcript without its terminal marker, or None if it has none to cut."""
+    provider = provider_of(name)
+    units, separator = _units(name, (FIXTURES / name).read_bytes())
+    kept = [u for u in units if not any(m in _marker_text(u) for m in TERMINAL_MARKERS[provider])]
+    if len(kept) == len(units):
+        return None
+    path = tmp_path / Path(name).name
+    path.write_text(separator.join(kept))
+    return path
+
+
+PROVEN = sorted(
+    n
+    for n, (state, *_) in EXPECTED.items()
+    if state in ("finished", "awaiting_step") and not n.endswith((".json", ".eventstream"))
+)
+
+
+@pytest.mark.parametrize("name", PROVEN)
+def test_fixture_with_terminal_cut_is_truncated(name: str, tmp_path: Path) -> None:
+    cut = cut_terminal(name, tmp_path)
+    assert cut is not None, "every proven stream has a terminal marker to cut"
+    outcome = run([cut], provider_of(name))
+    last = outcome.attempts[-1]
+    assert (outcome.state, last.outcome, last.reason) == (
+        "retrying",
+        "truncated",
+        "missing_terminal",
+    )
+    assert outcome.message is None
+    discarded = [u for u in outcome.updates if u.__struct_config__.tag == "attempt_discarded"]
+    assert len(discarded) == 1
+
+
+@pytest.mark.parametrize(
+    "name", [n for n in PROVEN if provider_of(n) in LENIENT_PROOF_ON_FINISH and "/" in n]
+)
+def test_lenient_mode_accepts_the_finish_without_terminal(name: str, tmp_path: Path) -> None:
+    cut = cut_terminal(name, tmp_path)
+    assert cut is not None
+    state, _, _, finish, snippet = EXPECTED[name]
+    outcome = run([cut], provider_of(name), lenient=True)
+    assert (outcome.state, outcome.attempts[-1].finish_reason) == (state, finish)
+    assert snippet in text_of(outcome)
+
+
+def test_deepseek_without_done_finishes_only_when_lenient() -> None:
+    name = "openai-compatible/deepseek-finish-length-usage-same-chunk-vercel-ai.jsonl"
+    outcome = run([FIXTURES / name], "openai-chat", lenient=True)
+    assert (outcome.state, outcome.attempts[-1].finish_reason) == ("finished", "length")
+
+
+def test_cut_then_overloaded_then_complete_keeps_only_the_last_attempt() -> None:
+    files = [
+        "anthropic/truncated-mid-tool-input-tail-litellm-pr32159.partial.sse",
+        "anthropic/http-529-overloaded-sdk-ts-issue616.json",
+        "anthropic/text-basic-ping-sdk-python.sse",
+    ]
+    outcome = run([FIXTURES / f for f in files], "anthropic")
+    assert outcome.state == "finished"
+    assert [a.outcome for a in outcome.attempts] == ["truncated", "failed", "finished"]
+    assert text_of(outcome) == "Hello there!"
+    assert outcome.message is not None
+    assert {p.part_id for p in outcome.message.parts if isinstance(p, TextPart)} == {"p1.3.0"}
+
+
+def test_overloaded_until_failure_emits_one_agent_error_last() -> None:
+    file = FIXTURES / "anthropic/http-529-overloaded-sdk-ts-issue616.json"
+    outcome = run([file] * 4, "anthropic")
+    assert outcome.state == "failed"
+    assert outcome.unused_files == [str(file)]
+    errors = [u for u in outcome.updates if isinstance(u, AgentError)]
+    assert len(errors) == 1
+    assert outcome.updates[-1] is errors[0]
+    assert errors[0].error.type == "provider_unavailable"
+    assert errors[0].error.status == 529
+
+
+def test_context_overflow_then_compacted_attempt_finishes() -> None:
+    files = [
+        "openai-responses/failed-context-length-exceeded-codex.sse",
+        "openai-responses/text-completed-recorded-fantasy.sse",
+    ]
+    outcome = run([FIXTURES / f for f in files], "openai-responses")
+    kinds = [u.__struct_config__.tag for u in outcome.updates]
+    assert "compaction_required" in kinds
+    assert "agent_error" not in kinds
+    assert (outcome.state, text_of(outcome)) == ("finished", "Oi!")
+
+
+def test_exhausted_truncation_keeps_or_discards_the_partial(tmp_path: Path) -> None:
+    cut = FIXTURES / "anthropic/max-tokens-mid-tool-input-sdk-python.sse"
+    raw = cut.read_text().split("event: message_delta")[0]
+    kept = run([_write(tmp_path, raw, "cut.sse")] * 3, "anthropic")
+    assert kept.state == "failed"
+    assert kept.partial is not None
+    assert any(isinstance(p, ToolPart) and p.state == "incomplete" for p in kept.partial.parts)
+    dropped = run([_write(tmp_path, raw, "cut.sse")] * 3, "anthropic", keep_partial=False)
+    assert dropped.partial is None
+    assert [u.__struct_config__.tag for u in dropped.updates][-2:] == [
+        "attempt_discarded",
+        "agent_error",
+    ]
+
+
+def _write(directory: Path, text: str, name: str) -> Path:
+    path = directory / name
+    path.write_text(text)
+    return path
+
+
+def test_simulate_output_is_deterministic(capsysbinary: pytest.CaptureFixture[bytes]) -> None:
+    args = [
+        "simulate",
+        "--provider",
+        "anthropic",
+        str(FIXTURES / "anthropic/text-recorded-fantasy.sse"),
+    ]
+    assert main(args) == 0
+    first = capsysbinary.readouterr().out
+    assert main(args) == 0
+    assert capsysbinary.readouterr().out == first
+    assert msgspec.json.decode(first)["state"] == "finished"
+
+
+@pytest.mark.parametrize(
+    ("content", "suffix", "needle"),
+    [
+        ('{"type":"text-delta","part_id":"a"}\n{not json\n', ".jsonl", ":1: "),
+        (
+            '{"type":"attempt-started"}\n{"type":"text-delta","part_id":1,"delta":"x"}\n',
+            ".jsonl",
+            ":2: ",
+        ),
+        ("event: message_start\ndata: {oops\n\n", ".sse", ":2: "),
+    ],
+)
+def test_malformed_input_exits_1_with_one_line(
+    content: str, suffix: str, needle: str, tmp_path: Path
+) -> None:
+    bad = tmp_path / f"bad{suffix}"
+    bad.write_text(content)
+    proc = subprocess.run(
+        [sys.executable, "-m", "service", "simulate", "--provider", "anthropic", str(bad)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert f"{bad}{needle}" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(tmp_path / "nope.sse"), "--provider", "gemini"]) == 1
+    assert "nope.sse: cannot read" in capsys.readouterr().err
