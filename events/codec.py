@@ -66,6 +66,8 @@ def encode_event(event: InboundEvent, fmt: Format = "json") -> bytes:
 
 def decode_event(raw: bytes | str, fmt: Format = "json") -> InboundEvent:
     """Decode one inbound event, or raise a `CodecError` that names the offending field."""
+    if isinstance(raw, str):
+        raw = raw.encode()
     if len(raw) > MAX_EVENT_BYTES:
         raise EventTooLarge(
             f"event of {len(raw)} bytes exceeds the limit of {MAX_EVENT_BYTES} bytes", "$"
@@ -73,7 +75,7 @@ def decode_event(raw: bytes | str, fmt: Format = "json") -> InboundEvent:
     try:
         if fmt == "json":
             return _json_event.decode(raw)
-        return _msgpack_event.decode(raw.encode() if isinstance(raw, str) else raw)
+        return _msgpack_event.decode(raw)
     except msgspec.ValidationError as exc:
         raise EventDecodeError(str(exc), _field_of(str(exc))) from None
     except msgspec.DecodeError as exc:

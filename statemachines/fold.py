@@ -38,7 +38,7 @@ from statemachines import content, lifecycle
 from statemachines.config import DEFAULT_CONFIG, CoreConfig
 from statemachines.endings import on_stream_error, truncate
 from statemachines.errors import IllegalEvent
-from statemachines.outputs import Outputs
+from statemachines.outputs import Outputs, ignore
 from statemachines.states import FINAL_STATES, OPEN_ATTEMPT_STATES, TurnState
 from statemachines.turn import Turn
 
@@ -55,8 +55,7 @@ def evolve(
         return open_turn(event, config), sink
     ignored = position_of(turn, event)
     if ignored is not None:
-        turn.ignored[ignored] = turn.ignored.get(ignored, 0) + 1
-        sink.ignored.append(ignored)
+        ignore(turn, sink, ignored)
         return turn, sink
     if (event.step, event.attempt) == (turn.step, turn.attempt):
         turn.last_seq = event.seq
@@ -169,8 +168,7 @@ def on_attempt_end(
 ) -> None:
     """EOF or an error; once the attempt is already over it is a late echo, ignored and counted."""
     if turn.state not in OPEN_ATTEMPT_STATES:
-        turn.ignored["late"] = turn.ignored.get("late", 0) + 1
-        out.ignored.append("late")
+        ignore(turn, out, "late")
         return
     if isinstance(event, StreamError):
         on_stream_error(turn, event, out, config)

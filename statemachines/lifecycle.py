@@ -9,7 +9,7 @@ from statemachines.config import CoreConfig
 from statemachines.contracts import proof_rule, synthesized_reason
 from statemachines.endings import discard_attempt, fail, fire, truncate
 from statemachines.errors import IllegalEvent
-from statemachines.outputs import Outputs
+from statemachines.outputs import Outputs, ignore
 from statemachines.projection import message_id_of, seal_step
 from statemachines.states import OPEN_ATTEMPT_STATES, TurnState
 from statemachines.turn import AttemptBuf, AttemptOutcome, FinishInfo, Turn
@@ -78,7 +78,7 @@ def on_provider_terminal(
 ) -> None:
     buf = turn.current
     if turn.state is TurnState.AWAITING_STEP:
-        out.ignored.append("late")
+        ignore(turn, out, "late")
         return
     if turn.state is TurnState.STREAMING and buf is not None:
         _terminal_while_streaming(turn, buf, event, out, config)

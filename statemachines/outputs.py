@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from events.outbound import PartialRecord, PersistedMessage, ProducerCommand, SessionUpdate
+from statemachines.turn import Turn
 
 
 class Transition(msgspec.Struct, frozen=True, kw_only=True):
@@ -27,3 +28,9 @@ class Outputs(msgspec.Struct, kw_only=True):
     partials: list[PartialRecord] = msgspec.field(default_factory=list)
     transitions: list[Transition] = msgspec.field(default_factory=list)
     ignored: list[str] = msgspec.field(default_factory=list)
+
+
+def ignore(turn: Turn, out: Outputs, reason: str) -> None:
+    """An event that changes nothing: listed in the outputs and counted on the turn."""
+    turn.ignored[reason] = turn.ignored.get(reason, 0) + 1
+    out.ignored.append(reason)

@@ -1,0 +1,497 @@
+"""Properties of the fold over generated turns: DESIGN section 8 invariants 1-3 and 6, replay.
+
+The generator walks a small reference model of section 3 while it draws: each attempt gets an
+ending, and the model says whether the step is proven, retried or the turn is over. The
+properties then compare what the fold persisted with the attempts that were generated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import msgspec
+from factories import (
+    AUTH_BODY,
+    CONTRACTS,
+    FINISH_PROVES,
+    OVERFLOW_BODY,
+    OVERLOADED_BODY,
+    STRICT_TERMINAL,
+    Script,
+    fold,
+    frames_of,
+    snapshot,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events.inbound import (
+    EVENT_TYPES,
+    AttemptStarted,
+    FinishReason,
+    InboundEvent,
+    TurnStarted,
+)
+from events.outbound import (
+    AgentError,
+    MessagePart,
+    PersistedMessage,
+    ReasoningPart,
+    StepFinishPart,
+    StepStartPart,
+    TextPart,
+    ToolPart,
+    TurnFinished,
+)
+from statemachines.outputs import Outputs
+from statemachines.states import TurnState
+from statemachines.turn import Turn
+
+PROPERTY: Final = settings(max_examples=200, deadline=None)
+
+Ending = Literal[
+    "proof",
+    "eof_before_finish",
+    "eof_after_finish",
+    "synthesized",
+    "retryable_error",
+    "fatal_error",
+    "stall",
+    "compaction",
+]
+ENDINGS: Final[tuple[Ending, ...]] = (
+    "proof",
+    "proof",
+    "proof",
+    "eof_before_finish",
+    "eof_after_finish",
+    "synthesized",
+    "retryable_error",
+    "fatal_error",
+    "stall",
+    "compaction",
+)
+RETRIED: Final[frozenset[Ending]] = frozenset(
+    (
+        "eof_before_finish",
+        "eof_after_finish",
+        "synthesized",
+        "retryable_error",
+        "stall",
+        "compaction",
+    )
+)
+UNPROVEN_FINISH: Final = tuple(c for c in CONTRACTS if c not in FINISH_PROVES)
+LENIENT_TERMINAL: Final[dict[str, str]] = {
+    "anthropic-messages": "message_stop",
+    "openai-chat": "[DONE]",
+}
+ToolKind = Literal["result", "error", "early_error", "call_only", "after_proof", "unclosed"]
+TOOL_KINDS: Final[tuple[ToolKind, ...]] = (
+    "result",
+    "error",
+    "early_error",
+    "call_only",
+    "after_proof",
+    "unclosed",
+)
+RETRYABLE_ERRORS: Final[tuple[tuple[int, Any], ...]] = (
+    (529, OVERLOADED_BODY),
+    (503, None),
+    (429, None),
+    (500, None),
+)
+FATAL_ERRORS: Final[tuple[tuple[int, Any], ...]] = (
+    (401, AUTH_BODY),
+    (403, None),
+    (400, {"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}),
+)
+SYNTHESIZED: Final[tuple[tuple[FinishReason, str | None, int], ...]] = (
+    ("other", None, 5),
+    ("unknown", None, 5),
+    ("unknown", "weird", 0),
+)
+LAST_STEP_REASONS: Final[tuple[tuple[FinishReason, str], ...]] = (
+    ("stop", "end_turn"),
+    ("length", "max_tokens"),
+    ("content-filter", "refusal"),
+    ("other", "compaction"),
+    ("tool-calls", "tool_use"),
+)
+
+Content = tuple[Literal["text", "reasoning"], list[str]] | tuple[Literal["tool"], ToolKind]
+deltas = st.lists(st.text(alphabet="ab \u2713\n", min_size=1, max_size=4), max_size=3)
+content_item: st.SearchStrategy[Content] = st.one_of(
+    st.tuples(st.sampled_from(("text", "reasoning")), deltas),
+    st.tuples(st.just("tool"), st.sampled_from(TOOL_KINDS)),
+)
+
+
+@dataclass
+class Attempt:
+    """What one generated attempt streamed, and what its parts must look like if persisted."""
+
+    step: int
+    attempt: int
+    ending: Ending = "proof"
+    texts: list[tuple[str, str, str]] = field(default_factory=list)  # (type, part_id, text)
+    tools: dict[str, ToolKind] = field(default_factory=dict)
+    finish_reason: FinishReason | None = None
+
+    @property
+    def part_ids(self) -> set[str]:
+        return {part_id for _, part_id, _ in self.texts} | set(self.tools)
+
+    def tool_states(self) -> list[tuple[str, str]]:
+        return [
+            (call_id, expected_tool_state(kind, self.finish_reason))
+            for call_id, kind in self.tools.items()
+        ]
+
+
+@dataclass
+class GeneratedTurn:
+    events: list[InboundEvent]
+    attempts: list[Attempt]
+    proven: dict[int, Attempt]
+    state: TurnState
+
+
+def expected_tool_state(kind: ToolKind, finish: FinishReason | None) -> str:
+    if kind == "unclosed":
+        return "incomplete"
+    if kind == "result" or (kind == "after_proof" and finish == "tool-calls"):
+        return "completed"
+    return "error"
+
+
+def emit_content(s: Script, record: Attempt, items: list[Content]) -> None:
+    prefix = f"{record.step}.{record.attempt}"
+    for index, item in enumerate(items):
+        part_id = f"{prefix}.{index}"
+        if item[0] == "tool":
+            emit_tool(s, f"call-{part_id}", item[1])
+            record.tools[f"call-{part_id}"] = item[1]
+            continue
+        kind, chunks = item
+        if kind == "text":
+            s.text(part_id, *chunks)
+        else:
+            s.reasoning(part_id, *chunks, signature="sig")
+        record.texts.append((kind, part_id, "".join(chunks)))
+
+
+def emit_tool(s: Script, call_id: str, kind: ToolKind) -> None:
+    if kind != "error":
+        s.tool_input(call_id)
+    if kind == "early_error":
+        s.tool_error(call_id)
+    if kind != "unclosed":
+        s.tool_call(call_id, q=call_id)
+    if kind == "result":
+        s.tool_result(call_id, f"out-{call_id}")
+    elif kind == "error":
+        s.tool_error(call_id)
+
+
+def emit_proof(draw: st.DrawFn, s: Script, record: Attempt, reason: FinishReason, raw: str) -> None:
+    record.finish_reason = reason
+    proves = (s.contract, s.strict) in FINISH_PROVES
+    if not proves and draw(st.booleans()):
+        incomplete = s.contract == "openai-responses" and reason == "length"
+        kind = "response.incomplete" if incomplete else STRICT_TERMINAL[s.contract]
+        s.terminal(kind, finish_reason=reason)  # an end marker carrying its own finish reason
+    else:
+        s.finish(reason, raw, draw(st.integers(1, 50)))
+        if not proves:
+            incomplete = s.contract == "openai-responses" and reason == "length"
+            s.terminal("response.incomplete" if incomplete else STRICT_TERMINAL[s.contract])
+        elif s.contract in LENIENT_TERMINAL and draw(st.booleans()):
+            s.terminal(LENIENT_TERMINAL[s.contract])
+    if draw(st.booleans()):
+        s.closed()
+    for call_id, kind in record.tools.items():
+        if kind == "after_proof" and reason == "tool-calls":
+            s.tool_result(call_id, f"out-{call_id}")
+
+
+def emit_failure(draw: st.DrawFn, s: Script, ending: Ending, has_parts: bool) -> None:
+    """An attempt that ends without proof: EOF, a made-up finish, an error or a stall."""
+    if ending == "eof_after_finish" or (
+        ending.endswith("error")
+        and (s.contract, s.strict) in UNPROVEN_FINISH
+        and draw(st.booleans())
+    ):
+        s.finish("stop", "end_turn", 3)
+    if ending in ("eof_before_finish", "eof_after_finish"):
+        s.closed()
+    elif ending == "synthesized":
+        choices = SYNTHESIZED if has_parts else (*SYNTHESIZED, ("stop", "end_turn", 0))
+        s.finish(*draw(st.sampled_from(choices)))
+        if draw(st.booleans()):
+            s.closed()
+    elif ending == "stall":
+        s.stalled()
+    else:
+        errors = {"retryable_error": RETRYABLE_ERRORS, "fatal_error": FATAL_ERRORS}
+        s.error(*draw(st.sampled_from(errors.get(ending, ((400, OVERFLOW_BODY),)))))
+
+
+def start_attempt(
+    draw: st.DrawFn, s: Script | None, ending: Ending, new_step: bool, max_attempts: int | None
+) -> Script:
+    pool = UNPROVEN_FINISH if ending == "eof_after_finish" else CONTRACTS
+    contract, strict = draw(st.sampled_from(pool))
+    if s is None:
+        return Script(contract=contract, strict=strict, max_attempts=max_attempts)
+    if new_step:
+        s.next_step(contract=contract, strict=strict)
+    else:
+        s.next_attempt(contract=contract, strict=strict)
+    return s
+
+
+def end_of_turn(draw: st.DrawFn, s: Script) -> TurnState:
+    """After a last step that ended in tool calls: the producer ends the turn, or goes silent."""
+    if draw(st.booleans()):
+        s.ended()
+        return TurnState.FINISHED
+    s.stalled()
+    return TurnState.FAILED
+
+
+@st.composite
+def turns(draw: st.DrawFn) -> GeneratedTurn:
+    """A valid turn: 1-3 steps of up to 4 attempts, each ending resolved as section 3 says."""
+    max_attempts = draw(st.sampled_from((None, 1, 2, 3, 4)))
+    limit, steps = max_attempts or 3, draw(st.integers(1, 3))
+    s: Script | None = None
+    attempts: list[Attempt] = []
+    proven: dict[int, Attempt] = {}
+    for step in range(1, steps + 1):
+        for attempt in range(1, limit + 1):
+            ending = draw(st.sampled_from(ENDINGS))
+            s = start_attempt(draw, s, ending, attempt == 1 and step > 1, max_attempts)
+            record = Attempt(step=step, attempt=attempt, ending=ending)
+            attempts.append(record)
+            emit_content(s, record, draw(st.lists(content_item, max_size=4)))
+            if ending != "proof":
+                emit_failure(draw, s, ending, bool(record.part_ids))
+                if ending in RETRIED and attempt < limit:
+                    continue
+                return GeneratedTurn(s.events, attempts, proven, TurnState.FAILED)
+            last = step == steps
+            reason, raw = (
+                draw(st.sampled_from(LAST_STEP_REASONS)) if last else ("tool-calls", "tool_use")
+            )
+            emit_proof(draw, s, record, reason, raw)
+            proven[step] = record
+            if not last:
+                break
+            state = end_of_turn(draw, s) if reason == "tool-calls" else TurnState.FINISHED
+            return GeneratedTurn(s.events, attempts, proven, state)
+    raise AssertionError("unreachable: the last step always ends the turn")
+
+
+def final_message(out: Outputs) -> PersistedMessage | None:
+    return out.messages[-1] if out.messages else None
+
+
+def steps_of(message: PersistedMessage) -> dict[int, list[MessagePart]]:
+    """The content parts of each step; asserts one step-start and one step-finish around each."""
+    steps: dict[int, list[MessagePart]] = {}
+    open_step: int | None = None
+    for part in message.parts:
+        if isinstance(part, StepStartPart):
+            assert open_step is None, message.parts
+            assert part.step not in steps, message.parts
+            open_step, steps[part.step] = part.step, []
+        elif isinstance(part, StepFinishPart):
+            assert part.step == open_step, message.parts
+            open_step = None
+        else:
+            assert open_step is not None, message.parts
+            steps[open_step].append(part)
+    assert open_step is None, message.parts
+    return steps
+
+
+def part_id_of(part: MessagePart) -> str:
+    if isinstance(part, TextPart | ReasoningPart):
+        return part.part_id
+    assert isinstance(part, ToolPart)
+    return part.tool_call_id
+
+
+def outputs_bytes(turn: Turn, out: Outputs) -> bytes:
+    """Every output the shell would commit, plus the turn snapshot, leaving out ignore counters."""
+    produced = msgspec.structs.replace(out, ignored=[])
+    return msgspec.json.encode(produced) + b"\n" + snapshot(turn)
+
+
+@PROPERTY
+@given(turns())
+def test_generated_turns_end_where_the_model_says(turn_spec: GeneratedTurn) -> None:
+    turn, out = fold(turn_spec.events)
+    assert turn.state is turn_spec.state
+    assert not out.ignored or set(out.ignored) <= {"late", "superseded", "duplicate"}
+
+
+@PROPERTY
+@given(turns())
+def test_persisted_messages_keep_invariants_1_to_3(turn_spec: GeneratedTurn) -> None:
+    _, out = fold(turn_spec.events)
+    message = final_message(out)
+    if not turn_spec.proven:
+        assert message is None
+        return
+    assert message is not None
+    steps = steps_of(message)
+    assert sorted(steps) == sorted(turn_spec.proven)
+    finishes = {p.step: p.finish_reason for p in message.parts if isinstance(p, StepFinishPart)}
+    kept = {(a.step, a.attempt) for a in turn_spec.proven.values()}
+    discarded: set[str] = set()
+    for attempt in turn_spec.attempts:
+        if (attempt.step, attempt.attempt) not in kept:
+            discarded |= attempt.part_ids
+    for step, parts in steps.items():
+        proof = turn_spec.proven[step]
+        assert finishes[step] == proof.finish_reason
+        ids = {part_id_of(p) for p in parts}
+        assert ids <= proof.part_ids
+        assert not ids & discarded
+        seen_tool = False
+        for part in parts:
+            if isinstance(part, ToolPart):
+                seen_tool = True
+                assert part.state in ("completed", "error", "incomplete")
+                assert part.state != "completed" or part.output is not None
+            else:
+                assert not seen_tool, f"text after a tool part in step {step}: {parts}"
+
+
+@PROPERTY
+@given(turns())
+def test_each_step_persists_exactly_the_attempt_that_got_proof(turn_spec: GeneratedTurn) -> None:
+    _, out = fold(turn_spec.events)
+    message = final_message(out)
+    steps = steps_of(message) if message is not None else {}
+    for step, proof in turn_spec.proven.items():
+        texts = [
+            ("text" if isinstance(p, TextPart) else "reasoning", p.part_id, p.text)
+            for p in steps[step]
+            if isinstance(p, TextPart | ReasoningPart)
+        ]
+        tools = [(p.tool_call_id, p.state) for p in steps[step] if isinstance(p, ToolPart)]
+        assert texts == proof.texts
+        assert tools == proof.tool_states()
+
+
+@PROPERTY
+@given(turns())
+def test_folding_is_deterministic(turn_spec: GeneratedTurn) -> None:
+    first_turn, first_out = fold(turn_spec.events)
+    again_turn, again_out = fold(list(turn_spec.events))
+    assert msgspec.json.encode(first_out) == msgspec.json.encode(again_out)
+    assert msgspec.json.encode(first_turn) == msgspec.json.encode(again_turn)
+
+
+def any_event(step: int, attempt: int, seq: int) -> st.SearchStrategy[InboundEvent]:
+    """An arbitrary event of any type at the given position, with every other field defaulted."""
+    ids = {
+        "session_id": "sess-1",
+        "turn_id": "turn-1",
+        "step": step,
+        "attempt": attempt,
+        "seq": seq,
+    }
+    raw = {
+        "part_id": "x",
+        "delta": "late",
+        "tool_call_id": "c",
+        "tool_name": "n",
+        "input": {},
+        "output": "o",
+        "error": "e",
+        "finish_reason": "stop",
+        "kind": "message_stop",
+    }
+
+    def build(cls: type[Any]) -> InboundEvent:
+        fields = {k: v for k, v in raw.items() if k in cls.__struct_fields__}
+        event: InboundEvent = msgspec.convert({**ids, **fields}, cls)
+        return event
+
+    return st.sampled_from(EVENT_TYPES).map(build)
+
+
+positions = st.tuples(st.integers(1, 4), st.integers(1, 5), st.integers(0, 60))
+late_events = positions.flatmap(lambda p: any_event(*p))
+
+
+@PROPERTY
+@given(turns(), st.data())
+def test_duplicates_and_events_after_the_end_change_no_output(
+    turn_spec: GeneratedTurn, data: st.DataObject
+) -> None:
+    base_turn, base_out = fold(turn_spec.events)
+    expected, base_ignored = outputs_bytes(base_turn, base_out), len(base_out.ignored)
+    base_counted = sum(base_turn.ignored.values())
+    events = list(turn_spec.events)
+    for _ in range(data.draw(st.integers(1, 8), label="duplicates")):
+        source = data.draw(st.integers(0, len(events) - 1))
+        events.insert(data.draw(st.integers(source + 1, len(events))), events[source])
+    events.extend(data.draw(st.lists(late_events, max_size=6), label="after the end"))
+    turn, out = fold(events)
+    assert outputs_bytes(turn, out) == expected
+    added = len(events) - len(turn_spec.events)
+    assert len(out.ignored) == base_ignored + added
+    assert sum(turn.ignored.values()) == base_counted + added
+
+
+@PROPERTY
+@given(turns())
+def test_failed_turn_emits_one_agent_error_as_its_last_frame(turn_spec: GeneratedTurn) -> None:
+    turn, out = fold(turn_spec.events)
+    errors = frames_of(out, AgentError)
+    if turn.state is TurnState.FAILED:
+        assert len(errors) == 1
+        assert out.frames[-1] is errors[0]
+        assert not frames_of(out, TurnFinished)
+    else:
+        assert not errors
+        assert isinstance(out.frames[-1], TurnFinished)
+
+
+def test_generator_covers_every_ending_and_both_outcomes() -> None:
+    """The strategy is not vacuous: proofs, every failure kind, finished and failed turns."""
+    seen_endings: set[str] = set()
+    seen_states: set[TurnState] = set()
+    retried_then_proven = False
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(turns())
+    def collect(turn_spec: GeneratedTurn) -> None:
+        nonlocal retried_then_proven
+        seen_endings.update(a.ending for a in turn_spec.attempts)
+        seen_states.add(turn_spec.state)
+        retried_then_proven |= any(p.attempt > 1 for p in turn_spec.proven.values())
+
+    collect()
+    assert seen_endings == set(ENDINGS)
+    assert seen_states == {TurnState.FINISHED, TurnState.FAILED}
+    assert retried_then_proven
+
+
+def test_turn_started_is_the_first_generated_event() -> None:
+    @settings(max_examples=20, deadline=None, database=None)
+    @given(turns())
+    def check(turn_spec: GeneratedTurn) -> None:
+        first, second = turn_spec.events[:2]
+        assert isinstance(first, TurnStarted)
+        assert first.seq == 0
+        assert isinstance(second, AttemptStarted)
+        assert (second.step, second.attempt, second.seq) == (1, 1, 1)
+
+    check()
