@@ -1,0 +1,89 @@
+"""Every Redis key and stream name of terminus, and the partition of a session (DESIGN section 1).
+
+Layout (`{p}` is the partition number inside a Redis Cluster hash tag, so one commit touches one
+slot; `prefix` defaults to `terminus` and lets replay build projections beside the live ones):
+
+    {prefix}:{p}:in                 inbound log (stream), source of truth for replay
+    {prefix}:{p}:session:<sid>      session updates for frontends (stream, MAXLEN ~)
+    {prefix}:{p}:commands           retry_scheduled / compaction_required (stream)
+    {prefix}:{p}:dead               dead letters (stream)
+    {prefix}:{p}:turn:<tid>         turn snapshot (string, msgpack)
+    {prefix}:{p}:messages:<sid>     persisted messages of a session (hash message_id -> JSON)
+    {prefix}:{p}:partials:<sid>     partial records of a session (hash turn_id -> JSON)
+    {prefix}:{p}:turns              turn ids of the partition with an open turn (set)
+    {prefix}:{p}:lease              the partition's lease: "<worker>:<epoch>" with a TTL
+    {prefix}:{p}:epoch              the partition's last lease epoch (counter)
+    {prefix}:workers                live workers (sorted set, score = heartbeat deadline in ms)
+
+The partition is CRC-32 (IEEE, as zlib computes it) of the UTF-8 session id, modulo P. Never
+Python's `hash()`, which is salted per process.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Final
+
+DEFAULT_PREFIX: Final = "terminus"
+GROUP: Final = "terminus-workers"
+
+
+def partition_of(session_id: str, partitions: int) -> int:
+    """The partition a session belongs to: stable across processes, hosts and versions."""
+    return zlib.crc32(session_id.encode()) % partitions
+
+
+class Keys:
+    """Key names of one partition under one prefix."""
+
+    __slots__ = ("partition", "prefix", "root")
+
+    def __init__(self, partition: int, prefix: str = DEFAULT_PREFIX) -> None:
+        self.partition = partition
+        self.prefix = prefix
+        self.root = f"{prefix}:{{{partition}}}"
+
+    @property
+    def inbound(self) -> str:
+        return f"{self.root}:in"
+
+    @property
+    def commands(self) -> str:
+        return f"{self.root}:commands"
+
+    @property
+    def dead(self) -> str:
+        return f"{self.root}:dead"
+
+    @property
+    def open_turns(self) -> str:
+        return f"{self.root}:turns"
+
+    @property
+    def lease(self) -> str:
+        return f"{self.root}:lease"
+
+    @property
+    def epoch(self) -> str:
+        return f"{self.root}:epoch"
+
+    def session(self, session_id: str) -> str:
+        return f"{self.root}:session:{session_id}"
+
+    def turn(self, turn_id: str) -> str:
+        return f"{self.root}:turn:{turn_id}"
+
+    def messages(self, session_id: str) -> str:
+        return f"{self.root}:messages:{session_id}"
+
+    def partials(self, session_id: str) -> str:
+        return f"{self.root}:partials:{session_id}"
+
+
+def workers_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The pool's membership set; it spans partitions, so it is never part of a commit."""
+    return f"{prefix}:workers"
+
+
+def keys_for_session(session_id: str, partitions: int, prefix: str = DEFAULT_PREFIX) -> Keys:
+    return Keys(partition_of(session_id, partitions), prefix)

@@ -1,0 +1,110 @@
+"""Every setting of the service, read once from the environment into one typed object.
+
+| variable | default | meaning |
+|---|---|---|
+| `REDIS_URL` | unset: embedded | `redis://[user:password@]host:port/db`, `rediss://` for TLS |
+| `TERMINUS_PREFIX` | `terminus` | key prefix |
+| `TERMINUS_PARTITIONS` | 16 | partitions P, fixed per deployment |
+| `TERMINUS_BATCH_SIZE` | 512 | entries per XREADGROUP batch |
+| `TERMINUS_BLOCK_MS` | 1000 | XREADGROUP block time |
+| `TERMINUS_LEASE_TTL_MS` | 10000 | partition lease time to live |
+| `TERMINUS_STALL_TIMEOUT_MS` | 60000 | silence after which an attempt is stalled |
+| `TERMINUS_MAX_DELIVERIES` | 5 | deliveries before an entry is dead-lettered |
+| `TERMINUS_MAX_ATTEMPTS` | 3 | attempts per step |
+| `TERMINUS_RETRY_CAPS` | empty | per-cause caps, `rate_limit=5,missing_terminal=2` |
+| `TERMINUS_WAIT_BUDGET_MS` | 300000 | total retry wait per turn |
+| `TERMINUS_KEEP_PARTIAL` | 1 | keep a failed attempt as a partial record (0: discard) |
+| `TERMINUS_SESSION_MAXLEN` | 10000 | approximate cap of each session stream |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+
+from service.keys import DEFAULT_PREFIX
+from statemachines.config import CoreConfig
+from statemachines.retry_policy import RetryPolicy
+
+
+class SettingsError(ValueError):
+    """A variable is set to something that cannot be used; the message names it."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    redis_url: str | None = None
+    prefix: str = DEFAULT_PREFIX
+    partitions: int = 16
+    batch_size: int = 512
+    block_ms: int = 1000
+    lease_ttl_ms: int = 10_000
+    stall_timeout_ms: int = 60_000
+    max_deliveries: int = 5
+    max_attempts: int = 3
+    retry_caps: dict[str, int] = msgspec.field(default_factory=dict)
+    wait_budget_ms: int = 300_000
+    keep_partial: bool = True
+    session_maxlen: int = 10_000
+
+    def core(self) -> CoreConfig:
+        """The pure core's configuration derived from these settings."""
+        retry = RetryPolicy(
+            max_attempts=self.max_attempts,
+            cause_caps=dict(self.retry_caps),
+            wait_budget_ms=self.wait_budget_ms,
+        )
+        return CoreConfig(retry=retry, keep_partial=self.keep_partial)
+
+
+_INTS = {
+    "TERMINUS_PARTITIONS": "partitions",
+    "TERMINUS_BATCH_SIZE": "batch_size",
+    "TERMINUS_BLOCK_MS": "block_ms",
+    "TERMINUS_LEASE_TTL_MS": "lease_ttl_ms",
+    "TERMINUS_STALL_TIMEOUT_MS": "stall_timeout_ms",
+    "TERMINUS_MAX_DELIVERIES": "max_deliveries",
+    "TERMINUS_MAX_ATTEMPTS": "max_attempts",
+    "TERMINUS_WAIT_BUDGET_MS": "wait_budget_ms",
+    "TERMINUS_SESSION_MAXLEN": "session_maxlen",
+}
+
+
+def from_env(env: Mapping[str, str]) -> Settings:
+    """Settings from an environment mapping (pass `os.environ`); raises `SettingsError`."""
+    values: dict[str, object] = {
+        name: _positive(env, var) for var, name in _INTS.items() if var in env
+    }
+    if env.get("REDIS_URL"):
+        values["redis_url"] = env["REDIS_URL"]
+    if env.get("TERMINUS_PREFIX"):
+        values["prefix"] = env["TERMINUS_PREFIX"]
+    if "TERMINUS_RETRY_CAPS" in env:
+        values["retry_caps"] = _caps(env["TERMINUS_RETRY_CAPS"])
+    if "TERMINUS_KEEP_PARTIAL" in env:
+        values["keep_partial"] = env["TERMINUS_KEEP_PARTIAL"].strip().lower() not in (
+            "0",
+            "false",
+            "no",
+        )
+    return msgspec.convert(values, Settings)
+
+
+def _positive(env: Mapping[str, str], var: str) -> int:
+    try:
+        value = int(env[var])
+    except ValueError:
+        raise SettingsError(f"{var}={env[var]!r} is not an integer") from None
+    if value < 1:
+        raise SettingsError(f"{var}={value} must be at least 1")
+    return value
+
+
+def _caps(text: str) -> dict[str, int]:
+    caps: dict[str, int] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        cause, _, number = item.partition("=")
+        if not number.strip().isdigit():
+            raise SettingsError(f"TERMINUS_RETRY_CAPS: {item!r} is not cause=number")
+        caps[cause.strip()] = int(number)
+    return caps
