@@ -78,7 +78,7 @@ def from_env(env: Mapping[str, str]) -> Settings:
     if env.get("REDIS_URL"):
         values["redis_url"] = env["REDIS_URL"]
     if env.get("TERMINUS_PREFIX"):
-        values["prefix"] = env["TERMINUS_PREFIX"]
+        values["prefix"] = _prefix(env["TERMINUS_PREFIX"])
     if "TERMINUS_RETRY_CAPS" in env:
         values["retry_caps"] = _caps(env["TERMINUS_RETRY_CAPS"])
     if "TERMINUS_KEEP_PARTIAL" in env:
@@ -108,3 +108,10 @@ def _caps(text: str) -> dict[str, int]:
             raise SettingsError(f"TERMINUS_RETRY_CAPS: {item!r} is not cause=number")
         caps[cause.strip()] = int(number)
     return caps
+
+
+def _prefix(text: str) -> str:
+    # A brace in the prefix would become the Cluster hash tag and scatter a commit across slots.
+    if "{" in text or "}" in text:
+        raise SettingsError(f"TERMINUS_PREFIX={text!r} must not contain braces")
+    return text
