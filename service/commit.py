@@ -1,0 +1,138 @@
+"""One atomic, lease-fenced commit per batch (DESIGN section 5, invariant 7).
+
+A `Batch` collects everything one read batch produced: session frames, turn snapshots,
+persisted messages, partial records, producer commands, dead letters and the inbound entry ids
+to XACK. `commit` sends it as a single EVALSHA of `service/lua/commit.lua`, whose header
+documents the argument encoding: KEYS are the lease, the inbound stream and every written key
+once; ARGV is the lease value, the group, the ack ids, then a flat op list. The script writes
+everything and acks, or, when the lease no longer holds the caller's value, nothing at all.
+
+Entry layout: frames and commands carry one field, `e`, holding JSON bytes (as inbound entries
+do); dead letters carry `raw`, `reason`, `source_stream` and `source_id`. Snapshots are msgpack.
+
+Errors:
+    LeaseLost   the lease changed hands; nothing of the batch was written or acked
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from redis.asyncio import Redis
+
+from events.codec import encode_json, encode_msgpack
+from events.outbound import SessionUpdate
+from service.keys import GROUP, Keys
+from service.scripts import script
+from statemachines.outputs import Outputs
+from statemachines.states import FINAL_STATES
+from statemachines.turn import Turn
+
+FIELD: Final = b"e"
+UNCAPPED: Final = 0
+
+Value = bytes | str | int
+Op = tuple[str, str, tuple[Value, ...]]  # opcode of commit.lua, key, operands
+
+
+class LeaseLost(Exception):
+    """The partition's lease no longer holds `lease_value`: this worker must stop writing."""
+
+    def __init__(self, partition: int, lease_value: str) -> None:
+        super().__init__(f"lease of partition {partition} is no longer {lease_value!r}")
+        self.partition = partition
+        self.lease_value = lease_value
+
+
+@dataclass
+class Batch:
+    """What one batch writes and acks; committed all at once or not at all."""
+
+    ops: list[Op] = field(default_factory=list)
+    acks: list[str] = field(default_factory=list)
+
+    @property
+    def frame_count(self) -> int:
+        """How many session frames the batch adds; `commit_ids` returns one id for each."""
+        return sum(1 for op, _, _ in self.ops if op == "F")
+
+    def ack(self, *entry_ids: str) -> None:
+        """XACK these inbound entries in the same commit as the writes they caused."""
+        self.acks.extend(entry_ids)
+
+    def add_frame(self, keys: Keys, frame: SessionUpdate, maxlen: int) -> None:
+        """Append `frame` to its session stream, capped at about `maxlen` entries."""
+        self._xadd("F", keys.session(frame.session_id), maxlen, {FIELD: encode_json(frame)})
+
+    def add_outputs(self, outputs: Outputs, keys: Keys, session_maxlen: int) -> None:
+        """Frames, commands, messages and partials of `outputs`, in that order."""
+        for frame in outputs.frames:
+            self.add_frame(keys, frame, session_maxlen)
+        for command in outputs.commands:
+            self._xadd("X", keys.commands, UNCAPPED, {FIELD: encode_json(command)})
+        for message in outputs.messages:
+            key = keys.messages(message.session_id)
+            self.ops.append(("H", key, (message.message_id, encode_json(message))))
+        for partial in outputs.partials:
+            key = keys.partials(partial.session_id)
+            self.ops.append(("H", key, (partial.turn_id, encode_json(partial))))
+
+    def add_turn(self, keys: Keys, turn: Turn) -> None:
+        """Store the turn's snapshot, or drop it (and its open-turn mark) once the turn is final."""
+        if turn.state in FINAL_STATES:
+            self.ops.append(("D", keys.turn(turn.turn_id), ()))
+            self.ops.append(("R", keys.open_turns, (turn.turn_id,)))
+        else:
+            self.ops.append(("S", keys.turn(turn.turn_id), (encode_msgpack(turn),)))
+            self.ops.append(("A", keys.open_turns, (turn.turn_id,)))
+
+    def add_dead(self, keys: Keys, raw: bytes, reason: str, source_id: str) -> None:
+        """A dead letter for inbound entry `source_id`; ack it too, or it is delivered again."""
+        fields: dict[str | bytes, Value] = {
+            "raw": raw,
+            "reason": reason,
+            "source_stream": keys.inbound,
+            "source_id": source_id,
+        }
+        self._xadd("X", keys.dead, UNCAPPED, fields)
+
+    def _xadd(self, op: str, key: str, maxlen: int, fields: Mapping[str | bytes, Value]) -> None:
+        pairs = [item for pair in fields.items() for item in pair]
+        self.ops.append((op, key, (maxlen, len(fields), *pairs)))
+
+
+def encode(batch: Batch, keys: Keys, lease_value: str) -> tuple[list[str], list[Value]]:
+    """KEYS and ARGV of commit.lua for `batch`: each key listed once, ops pointing at it."""
+    names = [keys.lease, keys.inbound]
+    index: dict[str, int] = {}
+    args: list[Value] = [lease_value, GROUP, len(batch.acks), *batch.acks]
+    for op, key, operands in batch.ops:
+        if key not in index:
+            names.append(key)
+            index[key] = len(names)  # Lua's KEYS is 1-based
+        args.extend((op, index[key], *operands))
+    return names, args
+
+
+async def commit_ids(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -> list[str] | None:
+    """Commit `batch` atomically: the new session-frame ids in order, None if the lease is lost."""
+    names, args = encode(batch, keys, lease_value)
+    result = await script(redis, "commit")(keys=names, args=args)
+    if not isinstance(result, list):
+        return None
+    return [i.decode() if isinstance(i, bytes) else str(i) for i in result]
+
+
+async def commit(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -> bool:
+    """Commit `batch` atomically; False (and nothing written or acked) if the lease is lost."""
+    return await commit_ids(redis, keys, lease_value, batch) is not None
+
+
+async def commit_or_raise(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -> list[str]:
+    """Commit `batch` atomically and return the new frame ids; raise `LeaseLost` otherwise."""
+    ids = await commit_ids(redis, keys, lease_value, batch)
+    if ids is None:
+        raise LeaseLost(keys.partition, lease_value)
+    return ids

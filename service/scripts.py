@@ -1,0 +1,31 @@
+"""The Lua scripts of service/lua, read from the package and registered once per client.
+
+`register_script` computes the SHA once; each call is an EVALSHA that falls back to SCRIPT LOAD
+when the server does not know the script yet (a restart, a failover). Scripts use only
+EVAL-era features, so they run on Redis 6.2 as on 7.
+"""
+
+from __future__ import annotations
+
+import weakref
+from functools import cache
+from importlib.resources import files
+
+from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+
+_registered: weakref.WeakKeyDictionary[Redis, dict[str, AsyncScript]] = weakref.WeakKeyDictionary()
+
+
+@cache
+def source(name: str) -> str:
+    """The text of `service/lua/<name>.lua`."""
+    return files("service").joinpath("lua", f"{name}.lua").read_text(encoding="utf-8")
+
+
+def script(redis: Redis, name: str) -> AsyncScript:
+    """The script `name` registered on `redis`; the same object on every later call."""
+    scripts = _registered.setdefault(redis, {})
+    if name not in scripts:
+        scripts[name] = redis.register_script(source(name))
+    return scripts[name]

@@ -1,0 +1,235 @@
+"""The lease-fenced batch commit against a real Redis: all of a batch or nothing (invariant 7)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+import msgspec
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from events.codec import decode_command, decode_frame, decode_message, decode_partial
+from events.errors import LLMErrorPayload
+from events.inbound import Usage
+from events.outbound import (
+    AgentMessageChunk,
+    PartialRecord,
+    PersistedMessage,
+    RetryScheduled,
+    SessionUpdate,
+    TextPart,
+    TurnFinished,
+)
+from service.commit import FIELD, Batch, LeaseLost, commit, commit_ids, commit_or_raise
+from service.keys import GROUP, Keys
+from service.leases import Leases, lease_value
+from service.scripts import source
+from statemachines.outputs import Outputs
+from statemachines.states import TurnState
+from statemachines.turn import Turn
+
+SESSION = "s-1"
+MAXLEN = 10_000
+ERROR = LLMErrorPayload(type="rate_limit", message="slow down", retryable=True, status=429)
+Entry = tuple[bytes, dict[bytes, bytes]]
+
+TEXT = TextPart(part_id="p-1", text="Hello")
+FRAMES: list[SessionUpdate] = [
+    AgentMessageChunk(
+        session_id=SESSION, turn_id="t-1", step=1, attempt=1, part_id="p-1", delta="Hel"
+    ),
+    TurnFinished(session_id=SESSION, turn_id="t-1", stopReason="end_turn", usage=Usage()),
+]
+COMMAND = RetryScheduled(
+    session_id=SESSION,
+    turn_id="t-1",
+    step=1,
+    attempt=2,
+    delay_ms=500,
+    not_before_ms=1_500,
+    reason="rate_limit",
+    error=ERROR,
+)
+MESSAGE = PersistedMessage(
+    message_id="msg-t-1",
+    session_id=SESSION,
+    turn_id="t-1",
+    parts=[TEXT],
+    finish_reason="stop",
+    usage=Usage(),
+    provider="p",
+    model="m",
+)
+PARTIAL = PartialRecord(
+    session_id=SESSION, turn_id="t-1", step=1, attempt=1, parts=[TEXT], reason="failed", error=ERROR
+)
+
+
+def outputs() -> Outputs:
+    """One of every output kind of a turn, for the session `SESSION`."""
+    return Outputs(frames=list(FRAMES), commands=[COMMAND], messages=[MESSAGE], partials=[PARTIAL])
+
+
+def full_batch(keys: Keys, entry_ids: list[bytes]) -> Batch:
+    """`outputs()`, an open and a finished turn, a dead letter, and the acks of `entry_ids`."""
+    batch = Batch()
+    batch.add_outputs(outputs(), keys, MAXLEN)
+    batch.add_turn(keys, Turn(session_id=SESSION, turn_id="t-open", max_attempts=3))
+    done = Turn(session_id=SESSION, turn_id="t-done", max_attempts=3, state=TurnState.FINISHED)
+    batch.add_turn(keys, done)
+    batch.add_dead(keys, b"\xffnot json", "malformed json", entry_ids[-1].decode())
+    batch.ack(*(i.decode() for i in entry_ids))
+    return batch
+
+
+def written_keys(keys: Keys) -> list[str]:
+    """Every key a full batch writes to."""
+    sid = SESSION
+    return [
+        keys.session(sid), keys.commands, keys.messages(sid), keys.partials(sid),
+        keys.turn("t-open"), keys.open_turns, keys.dead,
+    ]  # fmt: skip
+
+
+async def pending_entries(redis: Redis, keys: Keys, count: int) -> list[bytes]:
+    """`count` inbound entries read through the group but not acked: they sit in the PEL."""
+    await redis.xgroup_create(keys.inbound, GROUP, id="0", mkstream=True)
+    for n in range(count):
+        await redis.xadd(keys.inbound, {FIELD: f'{{"n": {n}}}'})
+    reply = await redis.xreadgroup(GROUP, "worker-a", {keys.inbound: ">"}, count=count)
+    [(_, entries)] = cast("list[tuple[bytes, list[Entry]]]", reply)
+    return [entry_id for entry_id, _ in entries]
+
+
+async def pel(redis: Redis, keys: Keys) -> list[bytes]:
+    rows = await redis.xpending_range(keys.inbound, GROUP, min="-", max="+", count=10_000)
+    return [cast(bytes, row["message_id"]) for row in rows]
+
+
+async def entries(redis: Redis, key: str) -> list[Entry]:
+    return cast("list[Entry]", await redis.xrange(key))
+
+
+async def value(redis: Redis, key: str, field: str | None = None) -> bytes:
+    """A string key's value, or a hash field's when `field` is given; it must exist."""
+    raw = await (redis.get(key) if field is None else redis.hget(key, field))
+    assert isinstance(raw, bytes)
+    return raw
+
+
+async def held_lease(redis: Redis, keys: Keys, worker: str, ttl_ms: int = 10_000) -> str:
+    epoch = await Leases(redis, keys.prefix).acquire(keys.partition, worker, ttl_ms)
+    assert epoch is not None
+    return lease_value(worker, epoch)
+
+
+async def assert_written(
+    redis: Redis, keys: Keys, frame_ids: list[str], dead_source: bytes
+) -> None:
+    """Every write of `full_batch` is in place, byte for byte."""
+    stream = await entries(redis, keys.session(SESSION))
+    assert [i.decode() for i, _ in stream] == frame_ids
+    assert [decode_frame(fields[FIELD]) for _, fields in stream] == FRAMES
+    [(_, command)] = await entries(redis, keys.commands)
+    assert decode_command(command[FIELD]) == COMMAND
+    message = await value(redis, keys.messages(SESSION), "msg-t-1")
+    assert decode_message(message) == MESSAGE
+    assert decode_partial(await value(redis, keys.partials(SESSION), "t-1")) == PARTIAL
+    snapshot = msgspec.msgpack.decode(await value(redis, keys.turn("t-open")), type=Turn)
+    assert snapshot == Turn(session_id=SESSION, turn_id="t-open", max_attempts=3)
+    assert await redis.exists(keys.turn("t-done")) == 0
+    assert await redis.smembers(keys.open_turns) == {b"t-open"}
+    [(_, dead)] = await entries(redis, keys.dead)
+    source = {b"source_stream": keys.inbound.encode(), b"source_id": dead_source}
+    assert dead == {b"raw": b"\xffnot json", b"reason": b"malformed json", **source}
+
+
+async def test_a_valid_lease_commits_every_write_and_acks(redis: Redis, prefix: str) -> None:
+    keys = Keys(5, prefix)
+    entry_ids = await pending_entries(redis, keys, 3)
+    await redis.set(keys.turn("t-done"), b"old snapshot")
+    await redis.sadd(keys.open_turns, "t-done")
+    lease = await held_lease(redis, keys, "worker-a")
+    frame_ids = await commit_or_raise(redis, keys, lease, full_batch(keys, entry_ids))
+    await assert_written(redis, keys, frame_ids, entry_ids[-1])
+    assert await pel(redis, keys) == []
+
+
+async def test_a_lost_lease_writes_nothing_and_acks_nothing(redis: Redis, prefix: str) -> None:
+    keys = Keys(6, prefix)
+    entry_ids = await pending_entries(redis, keys, 3)
+    stale = await held_lease(redis, keys, "worker-a", ttl_ms=30)
+    await asyncio.sleep(0.1)
+    await held_lease(redis, keys, "worker-b")
+    batch = full_batch(keys, entry_ids)
+    assert not await commit(redis, keys, stale, batch)
+    with pytest.raises(LeaseLost) as lost:
+        await commit_or_raise(redis, keys, stale, batch)
+    assert lost.value.partition == 6
+    assert lost.value.lease_value == stale
+    assert await redis.exists(*written_keys(keys)) == 0
+    assert await pel(redis, keys) == entry_ids
+
+
+async def test_an_expired_lease_nobody_took_commits_nothing(redis: Redis, prefix: str) -> None:
+    keys = Keys(7, prefix)
+    entry_ids = await pending_entries(redis, keys, 2)
+    stale = await held_lease(redis, keys, "worker-a", ttl_ms=30)
+    await asyncio.sleep(0.1)
+    assert not await commit(redis, keys, stale, full_batch(keys, entry_ids))
+    assert await redis.exists(*written_keys(keys)) == 0
+    assert await pel(redis, keys) == entry_ids
+
+
+async def test_a_batch_that_would_fail_halfway_writes_nothing(redis: Redis, prefix: str) -> None:
+    keys = Keys(8, prefix)
+    entry_ids = await pending_entries(redis, keys, 2)
+    await redis.set(keys.dead, "not a stream")
+    lease = await held_lease(redis, keys, "worker-a")
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        await commit(redis, keys, lease, full_batch(keys, entry_ids))
+    assert await redis.exists(*written_keys(keys)[:-1]) == 0
+    assert await pel(redis, keys) == entry_ids
+
+
+async def test_a_thousand_frames_commit_in_one_call(
+    redis: Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keys = Keys(9, prefix)
+    entry_ids = await pending_entries(redis, keys, 1_000)
+    batch = Batch()
+    for n in range(1_000):
+        frame = AgentMessageChunk(
+            session_id=SESSION, turn_id="t-1", step=1, attempt=1, part_id="p", delta=str(n)
+        )
+        batch.add_frame(keys, frame, MAXLEN)
+    batch.ack(*(i.decode() for i in entry_ids))
+    lease = await held_lease(redis, keys, "worker-a")
+    calls = await count_evalsha(redis, monkeypatch)
+    ids = await commit_or_raise(redis, keys, lease, batch)
+    assert len(calls) == 1
+    assert len(ids) == batch.frame_count == 1_000
+    assert await redis.xlen(keys.session(SESSION)) == 1_000
+    assert await pel(redis, keys) == []
+
+
+async def count_evalsha(redis: Redis, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Load the commit script, then record the sha of every EVALSHA `redis` sends."""
+    await redis.script_load(source("commit"))
+    calls: list[str] = []
+    original = redis.evalsha
+
+    async def counting(sha: str, numkeys: int, *args: Any) -> Any:
+        calls.append(sha)
+        return await original(sha, numkeys, *args)
+
+    monkeypatch.setattr(redis, "evalsha", counting)
+    return calls
+
+
+async def test_an_empty_batch_only_checks_the_lease(redis: Redis, prefix: str) -> None:
+    keys = Keys(10, prefix)
+    assert await commit_ids(redis, keys, await held_lease(redis, keys, "worker-a"), Batch()) == []
+    assert await commit_ids(redis, keys, "worker-z:9", Batch()) is None
