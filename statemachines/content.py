@@ -55,25 +55,16 @@ def on_text_start(turn: Turn, event: TextStart | ReasoningStart) -> None:
     text_buf(open_attempt(turn, type_of(event)), event.part_id, kind)
 
 
-def on_text_delta(turn: Turn, event: TextDelta, out: Outputs) -> None:
-    text_buf(open_attempt(turn, "text-delta"), event.part_id, "text").chunks.append(event.delta)
+def on_delta(turn: Turn, event: TextDelta | ReasoningDelta, out: Outputs) -> None:
+    """Append a text or reasoning delta and stream it to the session as one chunk frame."""
+    frame: type[AgentMessageChunk | AgentThoughtChunk]
+    if isinstance(event, TextDelta):
+        kind, frame = "text", AgentMessageChunk
+    else:
+        kind, frame = "reasoning", AgentThoughtChunk
+    text_buf(open_attempt(turn, kind), event.part_id, kind).chunks.append(event.delta)
     out.frames.append(
-        AgentMessageChunk(
-            session_id=turn.session_id,
-            turn_id=turn.turn_id,
-            step=event.step,
-            attempt=event.attempt,
-            part_id=event.part_id,
-            delta=event.delta,
-        )
-    )
-
-
-def on_reasoning_delta(turn: Turn, event: ReasoningDelta, out: Outputs) -> None:
-    buf = text_buf(open_attempt(turn, "reasoning-delta"), event.part_id, "reasoning")
-    buf.chunks.append(event.delta)
-    out.frames.append(
-        AgentThoughtChunk(
+        frame(
             session_id=turn.session_id,
             turn_id=turn.turn_id,
             step=event.step,

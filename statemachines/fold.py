@@ -107,10 +107,8 @@ _BETWEEN_ATTEMPTS = (AttemptStalled, TurnCancelled)
 
 def dispatch(turn: Turn, event: InboundEvent, config: CoreConfig, out: Outputs) -> None:
     match event:
-        case TextDelta():
-            content.on_text_delta(turn, event, out)
-        case ReasoningDelta():
-            content.on_reasoning_delta(turn, event, out)
+        case TextDelta() | ReasoningDelta():
+            content.on_delta(turn, event, out)
         case ToolInputDelta() | TextEnd():
             content.open_attempt(turn, "content")
         case TextStart() | ReasoningStart():
