@@ -22,7 +22,7 @@ from statemachines.errors import IllegalEvent
 from statemachines.fold import evolve
 from statemachines.outputs import Outputs, Transition
 from statemachines.retry_policy import RetryPolicy
-from statemachines.states import FINAL_STATES, TurnState
+from statemachines.states import TurnState
 from statemachines.turn import AttemptOutcome, Turn
 
 SESSION_ID = "sim-session"
@@ -63,7 +63,7 @@ def simulate(
     turn, out = evolve(None, start, config)
     unused: list[str] = []
     for path in files:
-        if turn.state in FINAL_STATES or turn.state not in _STARTABLE:
+        if turn.state not in _STARTABLE:
             unused.append(str(path))
             continue
         _run_attempt(turn, path, provider, lenient, config, out)
