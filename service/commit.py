@@ -7,8 +7,11 @@ documents the argument encoding: KEYS are the lease, the inbound stream and ever
 once; ARGV is the lease value, the group, the ack ids, then a flat op list. The script writes
 everything and acks, or, when the lease no longer holds the caller's value, nothing at all.
 
-Entry layout: frames and commands carry one field, `e`, holding JSON bytes (as inbound entries
-do); dead letters carry `raw`, `reason`, `source_stream` and `source_id`. Snapshots are msgpack.
+Entry layout: frames, commands and transitions carry one field, `e`, holding JSON bytes (as
+inbound entries do); dead letters carry `raw`, `reason`, `source_stream` and `source_id`.
+Snapshots are msgpack and stay after a turn is final (late events are then recognized, and the
+turn can be inspected); the open-turns sorted set lists only live turns, scored by the time at
+which the stall timer may act on them.
 
 Errors:
     LeaseLost   the lease changed hands; nothing of the batch was written or acked
@@ -32,6 +35,7 @@ from statemachines.turn import Turn
 
 FIELD: Final = b"e"
 UNCAPPED: Final = 0
+TRANSITIONS_MAXLEN: Final = 100_000
 
 Value = bytes | str | int
 Op = tuple[str, str, tuple[Value, ...]]  # opcode of commit.lua, key, operands
@@ -66,8 +70,13 @@ class Batch:
         """Append `frame` to its session stream, capped at about `maxlen` entries."""
         self._xadd("F", keys.session(frame.session_id), maxlen, {FIELD: encode_json(frame)})
 
-    def add_outputs(self, outputs: Outputs, keys: Keys, session_maxlen: int) -> None:
-        """Frames, commands, messages and partials of `outputs`, in that order."""
+    def add_outputs(
+        self, outputs: Outputs, keys: Keys, session_maxlen: int, at_ms: int = 0
+    ) -> None:
+        """Frames, commands, messages, partials and transitions of `outputs`, in that order.
+
+        `at_ms` orders a session's messages: the first commit of a message keeps its score.
+        """
         for frame in outputs.frames:
             self.add_frame(keys, frame, session_maxlen)
         for command in outputs.commands:
@@ -75,18 +84,21 @@ class Batch:
         for message in outputs.messages:
             key = keys.messages(message.session_id)
             self.ops.append(("H", key, (message.message_id, encode_json(message))))
+            order = keys.message_order(message.session_id)
+            self.ops.append(("N", order, (at_ms, message.message_id)))
         for partial in outputs.partials:
             key = keys.partials(partial.session_id)
             self.ops.append(("H", key, (partial.turn_id, encode_json(partial))))
+        for transition in outputs.transitions:
+            self._xadd("X", keys.transitions, TRANSITIONS_MAXLEN, {FIELD: encode_json(transition)})
 
-    def add_turn(self, keys: Keys, turn: Turn) -> None:
-        """Store the turn's snapshot, or drop it (and its open-turn mark) once the turn is final."""
+    def add_turn(self, keys: Keys, turn: Turn, deadline_ms: int = 0) -> None:
+        """Store the snapshot; list an open turn under its stall deadline, unlist a final one."""
+        self.ops.append(("S", keys.turn(turn.turn_id), (encode_msgpack(turn),)))
         if turn.state in FINAL_STATES:
-            self.ops.append(("D", keys.turn(turn.turn_id), ()))
             self.ops.append(("R", keys.open_turns, (turn.turn_id,)))
         else:
-            self.ops.append(("S", keys.turn(turn.turn_id), (encode_msgpack(turn),)))
-            self.ops.append(("A", keys.open_turns, (turn.turn_id,)))
+            self.ops.append(("Z", keys.open_turns, (deadline_ms, turn.turn_id)))
 
     def add_dead(self, keys: Keys, raw: bytes, reason: str, source_id: str) -> None:
         """A dead letter for inbound entry `source_id`; ack it too, or it is delivered again."""

@@ -7,13 +7,16 @@ slot; `prefix` defaults to `terminus` and lets replay build projections beside t
     {prefix}:{p}:session:<sid>      session updates for frontends (stream, MAXLEN ~)
     {prefix}:{p}:commands           retry_scheduled / compaction_required (stream)
     {prefix}:{p}:dead               dead letters (stream)
-    {prefix}:{p}:turn:<tid>         turn snapshot (string, msgpack)
+    {prefix}:{p}:turn:<tid>         turn snapshot (string, msgpack), kept once final
     {prefix}:{p}:messages:<sid>     persisted messages of a session (hash message_id -> JSON)
+    {prefix}:{p}:msgorder:<sid>     commit order of those messages (sorted set, score = entry ms)
     {prefix}:{p}:partials:<sid>     partial records of a session (hash turn_id -> JSON)
-    {prefix}:{p}:turns              turn ids of the partition with an open turn (set)
+    {prefix}:{p}:turns              open turns of the partition (sorted set, score = stall deadline)
+    {prefix}:{p}:transitions        every state change of the partition's turns (stream, MAXLEN ~)
     {prefix}:{p}:lease              the partition's lease: "<worker>:<epoch>" with a TTL
     {prefix}:{p}:epoch              the partition's last lease epoch (counter)
     {prefix}:workers                live workers (sorted set, score = heartbeat deadline in ms)
+    {prefix}:control                rebalance nudges (pub/sub channel)
 
 The partition is CRC-32 (IEEE, as zlib computes it) of the UTF-8 session id, modulo P. Never
 Python's `hash()`, which is salted per process.
@@ -60,6 +63,10 @@ class Keys:
         return f"{self.root}:turns"
 
     @property
+    def transitions(self) -> str:
+        return f"{self.root}:transitions"
+
+    @property
     def lease(self) -> str:
         return f"{self.root}:lease"
 
@@ -76,6 +83,9 @@ class Keys:
     def messages(self, session_id: str) -> str:
         return f"{self.root}:messages:{session_id}"
 
+    def message_order(self, session_id: str) -> str:
+        return f"{self.root}:msgorder:{session_id}"
+
     def partials(self, session_id: str) -> str:
         return f"{self.root}:partials:{session_id}"
 
@@ -83,6 +93,11 @@ class Keys:
 def workers_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The pool's membership set; it spans partitions, so it is never part of a commit."""
     return f"{prefix}:workers"
+
+
+def control_channel(prefix: str = DEFAULT_PREFIX) -> str:
+    """Pub/sub channel on which workers nudge each other to rebalance at once."""
+    return f"{prefix}:control"
 
 
 def keys_for_session(session_id: str, partitions: int, prefix: str = DEFAULT_PREFIX) -> Keys:

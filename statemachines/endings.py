@@ -29,6 +29,7 @@ def fire(turn: Turn, trigger: str, out: Outputs) -> None:
     turn.state = advance(source, trigger)
     out.transitions.append(
         Transition(
+            session_id=turn.session_id,
             turn_id=turn.turn_id,
             step=turn.step,
             attempt=turn.attempt,

@@ -91,14 +91,25 @@ def position_of(turn: Turn, event: InboundEvent) -> str | None:
             )
         return None
     if event.seq <= turn.last_seq:
-        return "duplicate"
+        return _seen_or_regression(turn, event)
     if turn.state is TurnState.RETRYING and not isinstance(event, _BETWEEN_ATTEMPTS):
         turn.last_seq = event.seq
         return "superseded"
     if event.seq != turn.last_seq + 1:
         expected, turn.last_seq = turn.last_seq + 1, event.seq
+        turn.skipped.append((expected, event.seq - 1))
         raise IllegalEvent(f"{event.turn_id}: seq gap, expected {expected}, got {event.seq}")
     return None
+
+
+def _seen_or_regression(turn: Turn, event: InboundEvent) -> str:
+    """A seq at or below the last one is a duplicate, unless a gap skipped it: a regression."""
+    if any(lo <= event.seq <= hi for lo, hi in turn.skipped):
+        raise IllegalEvent(
+            f"{event.turn_id}: seq regression, {event.seq} arrived after {turn.last_seq} "
+            "and was never applied"
+        )
+    return "duplicate"
 
 
 # What may still apply once an attempt has been given up and the next one is awaited.

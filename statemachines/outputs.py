@@ -11,6 +11,7 @@ from statemachines.turn import Turn
 class Transition(msgspec.Struct, frozen=True, kw_only=True):
     """One state change the machine allowed, with the trigger that caused it."""
 
+    session_id: str
     turn_id: str
     step: int
     attempt: int

@@ -18,8 +18,9 @@ ARGV[4+n ..] ops, each an opcode, an index k into KEYS, then its operands:
   S k value                     SET KEYS[k] value
   D k                           DEL KEYS[k]
   H k field value               HSET KEYS[k] field value
-  A k member                    SADD KEYS[k] member
-  R k member                    SREM KEYS[k] member
+  Z k score member              ZADD KEYS[k] score member
+  N k score member              ZADD KEYS[k] NX score member (keeps the first score)
+  R k member                    ZREM KEYS[k] member
 
 Returns 0 when the lease does not hold ARGV[1] (nothing written, nothing acked); otherwise the
 ids of the F ops in order. Redis does not roll a script back when a command fails halfway, so
@@ -30,8 +31,10 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 
-local ARITY = {S = 1, D = 0, H = 2, A = 1, R = 1}
-local WANTS = {F = 'stream', X = 'stream', S = 'string', H = 'hash', A = 'set', R = 'set'}
+local ARITY = {S = 1, D = 0, H = 2, Z = 2, N = 2, R = 1}
+local WANTS = {
+  F = 'stream', X = 'stream', S = 'string', H = 'hash', Z = 'zset', N = 'zset', R = 'zset',
+}
 local acks = tonumber(ARGV[3])
 local first_op = 4 + acks
 
@@ -100,10 +103,12 @@ local function apply(i, ids)
     redis.call('DEL', key)
   elseif op == 'H' then
     redis.call('HSET', key, ARGV[i + 2], ARGV[i + 3])
-  elseif op == 'A' then
-    redis.call('SADD', key, ARGV[i + 2])
+  elseif op == 'Z' then
+    redis.call('ZADD', key, ARGV[i + 2], ARGV[i + 3])
+  elseif op == 'N' then
+    redis.call('ZADD', key, 'NX', ARGV[i + 2], ARGV[i + 3])
   else
-    redis.call('SREM', key, ARGV[i + 2])
+    redis.call('ZREM', key, ARGV[i + 2])
   end
 end
 

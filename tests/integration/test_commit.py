@@ -75,8 +75,8 @@ def outputs() -> Outputs:
 def full_batch(keys: Keys, entry_ids: list[bytes]) -> Batch:
     """`outputs()`, an open and a finished turn, a dead letter, and the acks of `entry_ids`."""
     batch = Batch()
-    batch.add_outputs(outputs(), keys, MAXLEN)
-    batch.add_turn(keys, Turn(session_id=SESSION, turn_id="t-open", max_attempts=3))
+    batch.add_outputs(outputs(), keys, MAXLEN, at_ms=1_000)
+    batch.add_turn(keys, Turn(session_id=SESSION, turn_id="t-open", max_attempts=3), 61_000)
     done = Turn(session_id=SESSION, turn_id="t-done", max_attempts=3, state=TurnState.FINISHED)
     batch.add_turn(keys, done)
     batch.add_dead(keys, b"\xffnot json", "malformed json", entry_ids[-1].decode())
@@ -88,8 +88,8 @@ def written_keys(keys: Keys) -> list[str]:
     """Every key a full batch writes to."""
     sid = SESSION
     return [
-        keys.session(sid), keys.commands, keys.messages(sid), keys.partials(sid),
-        keys.turn("t-open"), keys.open_turns, keys.dead,
+        keys.session(sid), keys.commands, keys.messages(sid), keys.message_order(sid),
+        keys.partials(sid), keys.turn("t-open"), keys.open_turns, keys.dead,
     ]  # fmt: skip
 
 
@@ -139,8 +139,14 @@ async def assert_written(
     assert decode_partial(await value(redis, keys.partials(SESSION), "t-1")) == PARTIAL
     snapshot = msgspec.msgpack.decode(await value(redis, keys.turn("t-open")), type=Turn)
     assert snapshot == Turn(session_id=SESSION, turn_id="t-open", max_attempts=3)
-    assert await redis.exists(keys.turn("t-done")) == 0
-    assert await redis.smembers(keys.open_turns) == {b"t-open"}
+    done = msgspec.msgpack.decode(await value(redis, keys.turn("t-done")), type=Turn)
+    assert done.state is TurnState.FINISHED, (
+        "a final turn's snapshot stays, to recognize late events"
+    )
+    assert await redis.zrange(keys.open_turns, 0, -1, withscores=True) == [(b"t-open", 61_000.0)]
+    assert await redis.zrange(keys.message_order(SESSION), 0, -1, withscores=True) == [
+        (b"msg-t-1", 1_000.0)
+    ]
     [(_, dead)] = await entries(redis, keys.dead)
     source = {b"source_stream": keys.inbound.encode(), b"source_id": dead_source}
     assert dead == {b"raw": b"\xffnot json", b"reason": b"malformed json", **source}
@@ -150,7 +156,7 @@ async def test_a_valid_lease_commits_every_write_and_acks(redis: Redis, prefix: 
     keys = Keys(5, prefix)
     entry_ids = await pending_entries(redis, keys, 3)
     await redis.set(keys.turn("t-done"), b"old snapshot")
-    await redis.sadd(keys.open_turns, "t-done")
+    await redis.zadd(keys.open_turns, {"t-done": 5})
     lease = await held_lease(redis, keys, "worker-a")
     frame_ids = await commit_or_raise(redis, keys, lease, full_batch(keys, entry_ids))
     await assert_written(redis, keys, frame_ids, entry_ids[-1])

@@ -21,11 +21,13 @@ def partition_keys(keys: Keys, session_id: str, turn_id: str) -> list[str]:
         keys.commands,
         keys.dead,
         keys.open_turns,
+        keys.transitions,
         keys.lease,
         keys.epoch,
         keys.session(session_id),
         keys.turn(turn_id),
         keys.messages(session_id),
+        keys.message_order(session_id),
         keys.partials(session_id),
     ]
 

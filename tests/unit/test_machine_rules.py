@@ -795,6 +795,27 @@ def test_seq_gap_raises() -> None:
         evolve(turn, gap)
 
 
+def test_a_seq_skipped_by_a_gap_is_a_regression_not_a_duplicate() -> None:
+    s = Script()
+    s.text("a", "one")
+    turn, _ = fold(s.events)
+    skipped, after = s.next_seq, s.next_seq + 2
+
+    def delta(seq: int) -> TextDelta:
+        return TextDelta(
+            session_id=s.session_id, turn_id=s.turn_id, seq=seq, part_id="a", delta="x"
+        )
+
+    with pytest.raises(IllegalEvent, match="seq gap"):
+        evolve(turn, delta(after))
+    with pytest.raises(IllegalEvent, match="seq regression"):
+        evolve(turn, delta(skipped))
+    _, out = evolve(turn, delta(after))
+    assert out.ignored == ["duplicate"], "a seq that was applied stays a duplicate"
+    _, out = evolve(turn, delta(after + 1))
+    assert out.frames, "the stream goes on after the gap"
+
+
 def test_event_for_a_turn_that_never_started_raises() -> None:
     s = Script()
     for event in s.events[1:]:
