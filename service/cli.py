@@ -7,8 +7,13 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from events.adapters import PROVIDERS
+from service.cli_read import add_read_commands
+
+if TYPE_CHECKING:
+    from service.settings import Settings
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -32,9 +37,56 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from service.demo import run_demo
+    from service.runner import run_service
 
-    return run_demo(fixtures=args.fixtures)
+    return run_service(_settings(), workers=args.workers, demo=args.demo, once=args.once)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from service.app import create_app
+
+    asyncio.run(create_app(_settings()).run())
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from redis.asyncio import Redis
+
+    from service.embedded import LOCAL_URL
+    from service.replay import replay
+
+    settings = _settings()
+
+    async def run() -> int:
+        redis = Redis.from_url(settings.redis_url or LOCAL_URL)
+        try:
+            report = await replay(
+                redis, settings, verify=args.verify, target=args.into, keep=args.keep
+            )
+        finally:
+            await redis.aclose()
+        print(f"replayed {report.entries} entries of {report.partitions} partitions")
+        if report.differences:
+            print(f"DIFFERENT ({len(report.differences)}): {report.differences[0]}")
+            return 1
+        if args.verify:
+            print("identical: every projection matches the live one")
+        return 0
+
+    return asyncio.run(run())
+
+
+def _settings() -> Settings:
+    from service.settings import SettingsError, from_env
+
+    try:
+        return from_env(os.environ)
+    except SettingsError as exc:
+        raise SystemExit(f"terminus: {exc}") from None
 
 
 def _positive(text: str) -> int:
@@ -60,10 +112,32 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--max-attempts", type=_positive, default=None)
     sim.add_argument("--discard-partial", action="store_true", help="drop, not keep, partials")
     sim.set_defaults(handler=_simulate)
-    run = sub.add_parser("run", help="the service with a demo workload")
-    run.add_argument("--demo", action="store_true", help="feed the recorded demo transcripts")
-    run.add_argument("--fixtures", type=Path, default=None, help="transcripts directory")
+    run = sub.add_parser(
+        "run",
+        help="the service: worker pool on Redis (embedded when none is configured)",
+        description="Uses REDIS_URL, else a Redis on 127.0.0.1:6379, else starts an embedded "
+        "redis-server with AOF under ./var/redis. Ctrl-C stops everything cleanly.",
+    )
+    run.add_argument("--workers", type=_positive, default=2, help="worker processes (default 2)")
+    run.add_argument("--demo", action="store_true", help="also play the recorded demo turns")
+    run.add_argument("--once", action="store_true", help="with --demo: exit when it is done")
     run.set_defaults(handler=_run)
+    worker = sub.add_parser(
+        "worker", help="one worker process (the FastStream app; same as faststream run)"
+    )
+    worker.set_defaults(handler=_worker)
+    replay = sub.add_parser(
+        "replay",
+        help="rebuild every projection from the inbound logs under another prefix",
+        description="Rebuilds sessions, messages, partials, snapshots, commands, transitions "
+        "and dead letters from the logs. With --verify, compares them with the live ones and "
+        "exits 1 printing the first difference. Run it on a quiet pool.",
+    )
+    replay.add_argument("--verify", action="store_true", help="compare with the live keys")
+    replay.add_argument("--into", metavar="PREFIX", default=None, help="default <prefix>-replay")
+    replay.add_argument("--keep", action="store_true", help="keep the rebuilt keys")
+    replay.set_defaults(handler=_replay)
+    add_read_commands(sub)
     return parser
 
 

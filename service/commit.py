@@ -19,7 +19,7 @@ Errors:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -71,20 +71,26 @@ class Batch:
         self._xadd("F", keys.session(frame.session_id), maxlen, {FIELD: encode_json(frame)})
 
     def add_outputs(
-        self, outputs: Outputs, keys: Keys, session_maxlen: int, at_ms: int = 0
+        self,
+        outputs: Outputs,
+        keys: Keys,
+        session_maxlen: int,
+        message_ms: Sequence[int] = (),
     ) -> None:
         """Frames, commands, messages, partials and transitions of `outputs`, in that order.
 
-        `at_ms` orders a session's messages: the first commit of a message keeps its score.
+        `message_ms[i]` orders `outputs.messages[i]` in its session (0 if not given); the first
+        commit of a message keeps its place.
         """
         for frame in outputs.frames:
             self.add_frame(keys, frame, session_maxlen)
         for command in outputs.commands:
             self._xadd("X", keys.commands, UNCAPPED, {FIELD: encode_json(command)})
-        for message in outputs.messages:
+        for n, message in enumerate(outputs.messages):
             key = keys.messages(message.session_id)
             self.ops.append(("H", key, (message.message_id, encode_json(message))))
             order = keys.message_order(message.session_id)
+            at_ms = message_ms[n] if n < len(message_ms) else 0
             self.ops.append(("N", order, (at_ms, message.message_id)))
         for partial in outputs.partials:
             key = keys.partials(partial.session_id)
@@ -92,20 +98,24 @@ class Batch:
         for transition in outputs.transitions:
             self._xadd("X", keys.transitions, TRANSITIONS_MAXLEN, {FIELD: encode_json(transition)})
 
-    def add_turn(self, keys: Keys, turn: Turn, deadline_ms: int = 0) -> None:
-        """Store the snapshot; list an open turn under its stall deadline, unlist a final one."""
+    def add_turn(self, keys: Keys, turn: Turn, deadline_ms: int | None = None) -> None:
+        """Store the snapshot; an open turn is listed under `deadline_ms` (None: keep its score),
+        a final one unlisted."""
         self.ops.append(("S", keys.turn(turn.turn_id), (encode_msgpack(turn),)))
         if turn.state in FINAL_STATES:
             self.ops.append(("R", keys.open_turns, (turn.turn_id,)))
-        else:
+        elif deadline_ms is not None:
             self.ops.append(("Z", keys.open_turns, (deadline_ms, turn.turn_id)))
 
-    def add_dead(self, keys: Keys, raw: bytes, reason: str, source_id: str) -> None:
-        """A dead letter for inbound entry `source_id`; ack it too, or it is delivered again."""
+    def add_dead(
+        self, keys: Keys, raw: bytes, reason: str, source_id: str, source_stream: str = ""
+    ) -> None:
+        """A dead letter for entry `source_id` of `source_stream` (default: the partition's
+        inbound log); ack it too, or it is delivered again."""
         fields: dict[str | bytes, Value] = {
             "raw": raw,
             "reason": reason,
-            "source_stream": keys.inbound,
+            "source_stream": source_stream or keys.inbound,
             "source_id": source_id,
         }
         self._xadd("X", keys.dead, UNCAPPED, fields)

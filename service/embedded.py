@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal, Self
+from urllib.parse import urlsplit
 
 import redis
 
@@ -192,10 +193,28 @@ class EmbeddedRedis:
 
 def ensure_redis(settings: Settings, data_dir: Path) -> tuple[str, EmbeddedRedis | None]:
     """The Redis URL to use: REDIS_URL, else a server on 127.0.0.1:6379, else an embedded one
-    started in `data_dir`, returned too so that the caller stops it."""
+    started in `data_dir` (on 6379 if it can bind it, else a free port), returned too so that
+    the caller stops it."""
     if settings.redis_url:
         return settings.redis_url, None
     if answers_ping(LOCAL_URL):
         return LOCAL_URL, None
+    # On the default port, other `terminus` commands find this server with no REDIS_URL set.
+    port = urlsplit(LOCAL_URL).port
+    if port is not None and can_bind(port):
+        with contextlib.suppress(EmbeddedRedisError):  # taken in the meantime
+            server = EmbeddedRedis(data_dir, port=port).start()
+            return server.url, server
     server = EmbeddedRedis(data_dir).start()
     return server.url, server
+
+
+def can_bind(port: int) -> bool:
+    """Whether a server could listen on 127.0.0.1:`port` now (as redis-server binds it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True

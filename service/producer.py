@@ -116,9 +116,11 @@ class TurnPublisher:
         provider: str = "",
         model: str = "",
         strict: bool = True,
+        contract: str | None = None,
         ts_ms: int = 0,
     ) -> None:
-        """Begin an attempt (the first, a retry, or the first of a new step)."""
+        """Begin an attempt (the first, a retry, or the first of a new step); the terminal
+        contract defaults to the provider's own."""
         await self.flush()
         first = self.next_seq == 1 and (self.step, self.attempt) == (1, 1)
         self.step, self.attempt = step or self.step, attempt or self.attempt
@@ -133,7 +135,7 @@ class TurnPublisher:
             ts_ms=ts_ms,
         )
         self.adapter = make_adapter(provider, ctx) if provider in CONTRACTS else None
-        contract = CONTRACTS.get(provider, "ai-sdk")
+        contract = contract or CONTRACTS.get(provider, "ai-sdk")
         await self.emit(AttemptStarted, provider=provider, model=model, contract=contract,
                         strict=strict, ts_ms=ts_ms)  # fmt: skip
 

@@ -9,6 +9,7 @@
 | `TERMINUS_BLOCK_MS` | 1000 | XREADGROUP block time |
 | `TERMINUS_LEASE_TTL_MS` | 10000 | partition lease time to live |
 | `TERMINUS_STALL_TIMEOUT_MS` | 60000 | silence after which an attempt is stalled |
+| `TERMINUS_TOOL_TIMEOUT_MS` | 600000 | silence while tools run before the turn is given up |
 | `TERMINUS_MAX_DELIVERIES` | 5 | deliveries before an entry is dead-lettered |
 | `TERMINUS_MAX_ATTEMPTS` | 3 | attempts per step |
 | `TERMINUS_RETRY_CAPS` | empty | per-cause caps, `rate_limit=5,missing_terminal=2` |
@@ -40,6 +41,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     block_ms: int = 1000
     lease_ttl_ms: int = 10_000
     stall_timeout_ms: int = 60_000
+    tool_timeout_ms: int = 600_000
     max_deliveries: int = 5
     max_attempts: int = 3
     retry_caps: dict[str, int] = msgspec.field(default_factory=dict)
@@ -63,6 +65,7 @@ _INTS = {
     "TERMINUS_BLOCK_MS": "block_ms",
     "TERMINUS_LEASE_TTL_MS": "lease_ttl_ms",
     "TERMINUS_STALL_TIMEOUT_MS": "stall_timeout_ms",
+    "TERMINUS_TOOL_TIMEOUT_MS": "tool_timeout_ms",
     "TERMINUS_MAX_DELIVERIES": "max_deliveries",
     "TERMINUS_MAX_ATTEMPTS": "max_attempts",
     "TERMINUS_WAIT_BUDGET_MS": "wait_budget_ms",

@@ -131,6 +131,7 @@ def _retry(
     assert turn.current is not None
     discard_attempt(turn, turn.current, reason, out)
     turn.waited_ms += delay_ms
+    turn.retry_delay_ms = delay_ms
     out.frames.append(
         Retrying(
             session_id=turn.session_id,

@@ -89,5 +89,6 @@ class Turn(msgspec.Struct, kw_only=True):
     model: str = ""
     cause_counts: dict[str, int] = msgspec.field(default_factory=dict)
     waited_ms: int = 0
+    retry_delay_ms: int = 0  # of the retry being awaited: the stall timer waits this much longer
     history: list[AttemptOutcome] = msgspec.field(default_factory=list)
     ignored: dict[str, int] = msgspec.field(default_factory=dict)

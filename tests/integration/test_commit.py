@@ -75,7 +75,7 @@ def outputs() -> Outputs:
 def full_batch(keys: Keys, entry_ids: list[bytes]) -> Batch:
     """`outputs()`, an open and a finished turn, a dead letter, and the acks of `entry_ids`."""
     batch = Batch()
-    batch.add_outputs(outputs(), keys, MAXLEN, at_ms=1_000)
+    batch.add_outputs(outputs(), keys, MAXLEN, [1_000])
     batch.add_turn(keys, Turn(session_id=SESSION, turn_id="t-open", max_attempts=3), 61_000)
     done = Turn(session_id=SESSION, turn_id="t-done", max_attempts=3, state=TurnState.FINISHED)
     batch.add_turn(keys, done)

@@ -1,0 +1,109 @@
+"""The worker process as a FastStream application (DESIGN section 5).
+
+FastStream is the shell: the broker's connection (socket timeouts above the block time, TCP
+keepalive, health checks), lifespan, the control subscriber and the AsyncAPI description of
+the streams. The hot loop does not go through per-message subscribers: it reads and commits
+whole batches with Lua scripts on the broker's own redis-py client (`service.partition`).
+
+    faststream run service.app:app          # or: terminus worker
+    faststream docs gen service.app:app     # AsyncAPI of the streams
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from faststream import FastStream
+from faststream.redis import RedisBroker, StreamSub
+
+from events.inbound import InboundEvent
+from events.outbound import ProducerCommand, SessionUpdate
+from service.embedded import LOCAL_URL
+from service.keys import Keys, control_channel
+from service.settings import Settings, from_env
+from service.worker import Worker
+
+log = logging.getLogger("terminus.app")
+KEEPALIVE_S = 10
+
+
+def make_broker(settings: Settings, client_name: str = "terminus-worker") -> RedisBroker:
+    """A broker whose client never hangs on a dead socket: every read has a timeout."""
+    return RedisBroker(
+        settings.redis_url or LOCAL_URL,
+        client_name=client_name,
+        socket_timeout=settings.block_ms / 1000 + 5,
+        socket_connect_timeout=5,
+        socket_keepalive=True,
+        health_check_interval=KEEPALIVE_S,
+        description="terminus: trustworthy LLM turns on Redis Streams",
+        logger=log,
+        log_level=logging.DEBUG,  # per-message logs of the control channel: not worth INFO
+    )
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """One line per record on stderr, unless the host application configured logging itself."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # The Machine logs every state change at INFO; our transitions stream already records them.
+    logging.getLogger("transitions").setLevel(logging.WARNING)
+
+
+def create_app(settings: Settings | None = None) -> FastStream:
+    """One worker: joins the pool on startup, leaves it (leases released) on shutdown."""
+    settings = settings or from_env(os.environ)
+    broker = make_broker(settings)
+    app = FastStream(broker, logger=log)
+    running: dict[str, Any] = {}
+    _document_streams(broker, settings)
+
+    @broker.subscriber(control_channel(settings.prefix), title="control")
+    async def on_control(body: str) -> None:
+        """A worker joined or released partitions: rebalance now."""
+        worker = running.get("worker")
+        if isinstance(worker, Worker) and body != worker.worker_id:
+            worker.nudge()
+
+    @app.after_startup
+    async def start() -> None:
+        configure_logging()
+        redis = await broker.connect()
+        worker = Worker(redis, settings)
+        running["worker"] = worker
+        running["task"] = asyncio.create_task(worker.run(), name="worker")
+        log.info("worker %s started on %d partitions", worker.worker_id, settings.partitions)
+
+    @app.on_shutdown
+    async def stop() -> None:
+        worker, task = running.get("worker"), running.get("task")
+        if isinstance(worker, Worker):
+            await worker.stop()
+        if isinstance(task, asyncio.Task):
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    return app
+
+
+def _document_streams(broker: RedisBroker, settings: Settings) -> None:
+    """Publishers that exist for the AsyncAPI document: what flows on which stream."""
+    sample = Keys(0, settings.prefix)
+    pattern = sample.root.replace("{0}", "{p}")
+    for stream, schema, text in (
+        (sample.inbound, InboundEvent, "inbound events, appended by producers (field `e`)"),
+        (sample.session("<sid>"), SessionUpdate, "session updates for frontends (field `e`)"),
+        (sample.commands, ProducerCommand, "retry_scheduled / compaction_required for producers"),
+    ):
+        broker.publisher(
+            stream=StreamSub(stream.replace(sample.root, pattern)),
+            title=stream.replace(sample.root, pattern),
+            description=text,
+            schema=schema,
+        )
+
+
+app = create_app()

@@ -1,0 +1,170 @@
+"""`terminus replay`: rebuild every projection from the inbound logs under another prefix, and
+with `verify`, compare it with the live one (DESIGN section 6, invariant 4).
+
+The rebuild runs the live workers' own code (`PartitionFold` and the lease-fenced commit) over
+each partition's log up to the entry its consumer group has delivered last. One decision is not
+in the log: an entry dead-lettered for being delivered too often depends on crash history, so the
+live dead letters with that reason are applied as recorded.
+
+What is compared, partition by partition: turn snapshots, the open-turns set with its deadlines,
+messages and their order, partials, and the contents (not the ids) of session streams, commands,
+transitions and dead letters. Streams capped with `MAXLEN ~` may trim at other points, since the
+ids differ; for those only the entries both sides still hold, the newest, are compared. Verify a
+quiet pool: entries still pending are reported as a difference, not guessed at.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Final, cast
+
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from service.applier import Entry, PartitionFold, Timeouts, decode_entries
+from service.commit import commit_or_raise
+from service.keys import GROUP, Keys
+from service.leases import Leases, lease_value
+from service.replies import StreamEntry, mget
+from service.settings import Settings
+from service.verify import compare
+
+REPLAYER: Final = "replay"
+DELIVERED: Final = "delivered "
+
+
+@dataclass
+class ReplayReport:
+    entries: int = 0
+    partitions: int = 0
+    differences: list[str] = field(default_factory=list)
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+
+async def rebuild(redis: Redis, settings: Settings, target: str) -> int:
+    """Fold every partition's log into `target`; returns how many entries were folded."""
+    total = 0
+    for partition in range(settings.partitions):
+        total += await _rebuild_partition(redis, settings, partition, target)
+    return total
+
+
+async def _rebuild_partition(redis: Redis, settings: Settings, partition: int, target: str) -> int:
+    live, into = Keys(partition, settings.prefix), Keys(partition, target)
+    timeouts = Timeouts(settings.stall_timeout_ms, settings.tool_timeout_ms)
+    fold = PartitionFold(into, settings.core(), timeouts, settings.session_maxlen, live.inbound)
+    epoch = await Leases(redis, target).acquire(partition, REPLAYER, 600_000)
+    assert epoch is not None, f"another replay holds {into.lease}"
+    lease = lease_value(REPLAYER, epoch)
+    forced = await _forced_dead(redis, live)
+    count = 0
+    async for entries in _log(redis, live, settings.batch_size):
+        decoded = decode_entries(entries, settings.max_deliveries, forced)
+        missing = fold.missing(decoded)
+        if missing:
+            fold.load(
+                dict(zip(missing, await mget(redis, [into.turn(t) for t in missing]), strict=True))
+            )
+        batch, _ = fold.apply(decoded)
+        batch.acks.clear()  # nothing to ack: the log is read with XRANGE, not the group
+        await commit_or_raise(redis, into, lease, batch)
+        fold.settle()
+        count += len(entries)
+    await Leases(redis, target).release(partition, REPLAYER, epoch)
+    return count
+
+
+async def _forced_dead(redis: Redis, live: Keys) -> dict[str, str]:
+    """Entries dead-lettered live for their delivery count, which the log cannot tell."""
+    rows = cast("list[StreamEntry]", await redis.xrange(live.dead))
+    forced = {}
+    for _, fields in rows:
+        reason = fields.get(b"reason", b"").decode()
+        if reason.startswith(DELIVERED):
+            forced[fields[b"source_id"].decode()] = reason
+    return forced
+
+
+async def _log(redis: Redis, keys: Keys, page: int) -> AsyncIterator[list[Entry]]:
+    """The inbound log in pages, up to the last entry the group delivered."""
+    horizon = await _horizon(redis, keys)
+    start = "-"
+    while horizon is not None:
+        rows = cast("list[StreamEntry]", await redis.xrange(keys.inbound, start, horizon, page))
+        if not rows:
+            return
+        yield [Entry(i.decode(), fields) for i, fields in rows]
+        start = "(" + rows[-1][0].decode()
+
+
+async def _horizon(redis: Redis, keys: Keys) -> str | None:
+    try:
+        groups = cast("list[dict[str, object]]", await redis.xinfo_groups(keys.inbound))
+    except ResponseError:  # no such stream: nothing was ever published here
+        return None
+    for group in groups:
+        if _text(group["name"]) == GROUP:
+            last = _text(group["last-delivered-id"])
+            return None if last == "0-0" else last
+    return None
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+async def pending_counts(redis: Redis, settings: Settings) -> dict[int, int]:
+    """Partitions with entries read but not yet committed."""
+    counts = {}
+    for partition in range(settings.partitions):
+        keys = Keys(partition, settings.prefix)
+        try:
+            summary = await redis.xpending(keys.inbound, GROUP)
+        except ResponseError:
+            continue
+        if summary["pending"]:
+            counts[partition] = int(summary["pending"])
+    return counts
+
+
+async def replay(
+    redis: Redis,
+    settings: Settings,
+    *,
+    verify: bool = False,
+    target: str | None = None,
+    keep: bool = False,
+) -> ReplayReport:
+    """Rebuild into `target` (default `<prefix>-replay`, cleared first), compare if asked, and
+    remove the rebuilt keys unless `keep`."""
+    target = target or f"{settings.prefix}-replay"
+    if target == settings.prefix:
+        raise ValueError("replay must write under another prefix than the live one")
+    await clear_prefix(redis, target)
+    report = ReplayReport(partitions=settings.partitions)
+    report.entries = await rebuild(redis, settings, target)
+    if verify:
+        for partition, count in sorted((await pending_counts(redis, settings)).items()):
+            report.differences.append(f"p{partition}: {count} entries pending, not yet committed")
+        report.differences += await compare(
+            redis, settings.partitions, settings.prefix, target, settings.session_maxlen
+        )
+    if not keep:
+        await clear_prefix(redis, target)
+    return report
+
+
+async def clear_prefix(redis: Redis, prefix: str) -> None:
+    """UNLINK every key under `prefix:` (SCAN, never KEYS, which blocks the server)."""
+    batch: list[bytes] = []
+    async for key in redis.scan_iter(match=f"{prefix}:*", count=1000):
+        batch.append(key)
+        if len(batch) >= 1000:
+            await redis.unlink(*batch)
+            batch.clear()
+    if batch:
+        await redis.unlink(*batch)

@@ -1,0 +1,150 @@
+"""A worker of the pool: heartbeats, takes the partitions assigned to it, runs their owners.
+
+Every tick (a third of the lease TTL, or at once when nudged) the worker renews its heartbeat,
+computes its partitions from the live pool (`membership.assigned`), gives up the ones it should
+no longer own (after their batch in hand), renews the leases it keeps and tries to take the
+ones it lacks. A lease still held by a worker that is gone expires after its TTL; only then can
+the partition move, and its new owner first drains what the old one left pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+
+from redis.asyncio import Redis
+
+from service.commit import LeaseLost
+from service.keys import control_channel
+from service.leases import Leases
+from service.membership import assigned, heartbeat
+from service.partition import TRANSIENT, PartitionOwner
+from service.settings import Settings
+
+log = logging.getLogger("terminus.worker")
+
+
+def new_worker_id() -> str:
+    """Unique across hosts and restarts: a restarted worker never passes for its old self."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+class Worker:
+    """Owns the partitions the pool assigns it, until `stop`."""
+
+    def __init__(self, redis: Redis, settings: Settings, worker_id: str | None = None) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.worker_id = worker_id or new_worker_id()
+        self.leases = Leases(redis, settings.prefix)
+        self.owners: dict[int, tuple[PartitionOwner, int, asyncio.Task[None]]] = {}
+        self._nudged = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._lock = asyncio.Lock()  # a tick and `stop` never move the same partition twice
+
+    @property
+    def partitions(self) -> set[int]:
+        return set(self.owners)
+
+    def nudge(self) -> None:
+        """Rebalance now instead of at the next tick (a worker joined or left)."""
+        self._nudged.set()
+
+    async def run(self) -> None:
+        """Tick until `stop`; Redis errors are logged and the next tick tries again."""
+        interval = self.settings.lease_ttl_ms / 3000
+        first = True
+        while not self._stopping.is_set():
+            try:
+                await self.tick()
+                if first:
+                    await self._announce()
+                    first = False
+            except TRANSIENT as exc:
+                log.warning("worker %s: %s", self.worker_id, exc)
+            self._reap()
+            await self._sleep(interval)
+
+    async def tick(self) -> None:
+        """One round of heartbeat and rebalance."""
+        async with self._lock:
+            if not self._stopping.is_set():
+                await self._rebalance()
+
+    async def _rebalance(self) -> None:
+        self._reap()
+        pool = await heartbeat(self.redis, self.settings.prefix, self.worker_id, self._ttl)
+        mine = assigned(self.settings.partitions, pool, self.worker_id)
+        released = [p for p in self.owners if p not in mine]
+        for partition in released:
+            await self._give_up(partition)
+        for partition in sorted(set(self.owners) & mine):
+            await self._renew(partition)
+        for partition in sorted(mine - set(self.owners)):
+            await self._take(partition)
+        if released:
+            await self._announce()
+
+    @property
+    def _ttl(self) -> int:
+        return self.settings.lease_ttl_ms
+
+    async def _take(self, partition: int) -> None:
+        epoch = await self.leases.acquire(partition, self.worker_id, self._ttl)
+        if epoch is None:
+            return  # still held by its previous owner; it expires or is released soon
+        owner = PartitionOwner(self.redis, self.settings, partition, self.worker_id, epoch)
+        task = asyncio.create_task(owner.run(), name=f"partition-{partition}")
+        self.owners[partition] = (owner, epoch, task)
+        log.info("worker %s took partition %s at epoch %s", self.worker_id, partition, epoch)
+
+    async def _renew(self, partition: int) -> None:
+        owner, epoch, task = self.owners[partition]
+        if not await self.leases.renew(partition, self.worker_id, epoch, self._ttl):
+            log.warning("worker %s lost partition %s", self.worker_id, partition)
+            owner.stop()
+            task.cancel()
+            del self.owners[partition]
+
+    async def _give_up(self, partition: int) -> None:
+        owner, epoch, task = self.owners.pop(partition)
+        owner.stop()
+        with contextlib.suppress(LeaseLost, asyncio.CancelledError, *TRANSIENT):
+            await task
+        with contextlib.suppress(*TRANSIENT):
+            await self.leases.release(partition, self.worker_id, epoch)
+        log.info("worker %s released partition %s", self.worker_id, partition)
+
+    def _reap(self) -> None:
+        """Forget owners that ended on their own (lease lost, or a bug: logged)."""
+        for partition, (_, _, task) in list(self.owners.items()):
+            if task.done():
+                del self.owners[partition]
+                if not task.cancelled() and task.exception() is not None:
+                    exc = task.exception()
+                    level = logging.INFO if isinstance(exc, LeaseLost) else logging.ERROR
+                    log.log(level, "partition %s ended: %r", partition, exc)
+
+    async def _announce(self) -> None:
+        with contextlib.suppress(*TRANSIENT):
+            await self.redis.publish(control_channel(self.settings.prefix), self.worker_id)
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._nudged.wait(), seconds)
+        self._nudged.clear()
+
+    async def stop(self) -> None:
+        """Finish each partition's batch in hand, release every lease, leave the pool."""
+        self._stopping.set()
+        self._nudged.set()
+        async with self._lock:
+            for partition in list(self.owners):
+                await self._give_up(partition)
+        with contextlib.suppress(*TRANSIENT):
+            await heartbeat(self.redis, self.settings.prefix, self.worker_id, 0)
+        await self._announce()

@@ -1,0 +1,337 @@
+"""`terminus messages | updates | dlq | publish`, run in process against a real Redis."""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import AsyncGenerator, Iterator
+from pathlib import Path
+from typing import cast
+
+import msgspec
+import pytest
+from redis import Redis
+from redis.typing import EncodableT, FieldT
+
+from events.codec import decode_event, encode_json
+from events.inbound import AttemptStarted, InboundEvent, TurnStarted, Usage
+from events.outbound import AgentMessageChunk, PersistedMessage, SessionUpdate, TextPart
+from service import embedded, views
+from service.cli import main
+from service.cli_read import Published
+from service.embedded import answers_ping, ensure_redis, free_port
+from service.keys import Keys, keys_for_session, partition_of
+from service.settings import Settings
+from service.simulate import simulate
+from statemachines.fold import evolve
+from statemachines.outputs import Outputs
+from statemachines.turn import Turn
+
+P = 4
+SESSION = "s-views"
+DEMO = Path(__file__).parents[2] / "service" / "demo_transcripts"
+UNREACHABLE = "redis://127.0.0.1:1/0"
+Entry = tuple[bytes, dict[bytes, bytes]]
+
+
+def chunk(n: int) -> AgentMessageChunk:
+    return AgentMessageChunk(
+        session_id=SESSION, turn_id="t-1", step=1, attempt=1, part_id="p-1", delta=f"d{n}"
+    )
+
+
+def message(message_id: str, text: str) -> PersistedMessage:
+    return PersistedMessage(
+        message_id=message_id,
+        session_id=SESSION,
+        turn_id="t-1",
+        parts=[TextPart(part_id="p-1", text=text)],
+        finish_reason="stop",
+        usage=Usage(),
+        provider="p",
+        model="m",
+    )
+
+
+@pytest.fixture
+def store(redis_url: str, prefix: str) -> Iterator[Redis]:
+    """A sync client for setting up data; every key under `prefix` is unlinked afterwards."""
+    with Redis.from_url(redis_url) as client:
+        yield client
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.unlink(*keys)
+
+
+@pytest.fixture
+def env(monkeypatch: pytest.MonkeyPatch, redis_url: str, prefix: str) -> None:
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("TERMINUS_PREFIX", prefix)
+    monkeypatch.setenv("TERMINUS_PARTITIONS", str(P))
+
+
+def keys(prefix: str) -> Keys:
+    return keys_for_session(SESSION, P, prefix)
+
+
+def xadd(store: Redis, key: str, fields: dict[FieldT, EncodableT]) -> str:
+    entry_id = store.xadd(key, fields)
+    return entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+
+
+def entries(store: Redis, key: str) -> list[Entry]:
+    return cast("list[Entry]", store.xrange(key))
+
+
+def add_frames(store: Redis, prefix: str, count: int) -> list[str]:
+    key = keys(prefix).session(SESSION)
+    return [xadd(store, key, {"e": encode_json(chunk(n))}) for n in range(count)]
+
+
+def add_messages(store: Redis, prefix: str) -> list[PersistedMessage]:
+    committed = [message("m-b", "hello"), message("m-a", "again")]
+    for at_ms, msg in enumerate(committed, start=1):
+        store.hset(keys(prefix).messages(SESSION), msg.message_id, encode_json(msg))
+        store.zadd(keys(prefix).message_order(SESSION), {msg.message_id: at_ms})
+    return committed
+
+
+def add_dead(store: Redis, partition: int, prefix: str, raw: bytes) -> str:
+    dead = Keys(partition, prefix)
+    fields: dict[FieldT, EncodableT] = {"raw": raw, "reason": "malformed json"}
+    fields.update(source_stream=dead.inbound, source_id="5-0")
+    return xadd(store, dead.dead, fields)
+
+
+def lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
+@pytest.mark.usefixtures("env")
+def test_messages_json_is_one_array_in_commit_order(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    committed = add_messages(store, prefix)
+    assert main(["messages", SESSION, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert msgspec.json.decode(out, type=list[PersistedMessage]) == committed
+
+
+@pytest.mark.usefixtures("env")
+def test_messages_text_shows_id_finish_reason_and_text(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add_messages(store, prefix)
+    assert main(["messages", SESSION]) == 0
+    assert lines(capsys.readouterr().out) == ["m-b [stop] hello", "m-a [stop] again"]
+
+
+@pytest.mark.usefixtures("env")
+def test_updates_json_is_one_frame_per_line_with_its_cursor(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = add_frames(store, prefix, 3)
+    assert main(["updates", SESSION, "--json"]) == 0
+    decoded = [
+        msgspec.json.decode(line, type=SessionUpdate) for line in lines(capsys.readouterr().out)
+    ]
+    assert [f.cursor for f in decoded] == ids
+    assert main(["updates", SESSION, "--json", "--from", ids[0]]) == 0
+    later = [
+        msgspec.json.decode(line, type=SessionUpdate) for line in lines(capsys.readouterr().out)
+    ]
+    assert [f.cursor for f in later] == ids[1:]
+
+
+@pytest.mark.usefixtures("env")
+def test_updates_text_is_one_readable_line_per_frame(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = add_frames(store, prefix, 2)
+    assert main(["updates", SESSION]) == 0
+    assert lines(capsys.readouterr().out) == [
+        f'{ids[n]} agent_message_chunk turn=t-1 step=1 attempt=1 part_id="p-1" delta="d{n}"'
+        for n in range(2)
+    ]
+
+
+@pytest.mark.usefixtures("env")
+def test_follow_prints_until_ctrl_c_then_exits_quietly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def interrupted(*args: object, **kwargs: object) -> AsyncGenerator[SessionUpdate, None]:
+        yield msgspec.structs.replace(chunk(0), cursor="7-0")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(views, "follow_updates", interrupted)
+    assert main(["updates", SESSION, "--follow", "--json"]) == 0
+    captured = capsys.readouterr()
+    [line] = lines(captured.out)
+    assert msgspec.json.decode(line, type=SessionUpdate).cursor == "7-0"
+    assert captured.err == ""
+
+
+@pytest.mark.usefixtures("env")
+def test_dlq_list_json_keeps_raw_bytes_across_partitions(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = add_dead(store, 3, prefix, b"\xff\x00 not json")
+    second = add_dead(store, 1, prefix, b"{}")
+    assert main(["dlq", "list", "--json"]) == 0
+    letters = [
+        msgspec.json.decode(x, type=views.DeadLetter) for x in lines(capsys.readouterr().out)
+    ]
+    assert [(d.partition, d.id, d.raw) for d in letters] == [
+        (1, second, b"{}"),
+        (3, first, b"\xff\x00 not json"),
+    ]
+    assert main(["dlq", "list", "--partition", "3"]) == 0
+    [line] = lines(capsys.readouterr().out)
+    assert line.startswith(f"partition 3 {first} <- ")
+
+
+@pytest.mark.usefixtures("env")
+def test_dlq_requeue_by_id_or_all(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wanted = add_dead(store, 3, prefix, b"\xff raw")
+    add_dead(store, 1, prefix, b"{}")
+    assert main(["dlq", "requeue", wanted, "--partition", "3"]) == 0
+    assert capsys.readouterr().out == "requeued 1 dead letter\n"
+    [(_, fields)] = entries(store, Keys(3, prefix).inbound)
+    assert fields == {b"e": b"\xff raw", b"requeued_from": wanted.encode()}
+    assert main(["dlq", "requeue", "--all"]) == 0
+    assert capsys.readouterr().out == "requeued 2 dead letters\n"
+    assert store.xlen(Keys(3, prefix).dead) == 1, "requeue keeps the dead letter"
+
+
+@pytest.mark.usefixtures("env")
+@pytest.mark.parametrize("argv", [["9-9"], [], ["--all", "9-9"], ["--all", "--partition", "4"]])
+def test_dlq_requeue_of_nothing_known_is_an_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dlq", "requeue", *argv]) == 1
+    captured = capsys.readouterr()
+    assert len(lines(captured.err)) == 1
+    assert captured.err.startswith("terminus dlq: ")
+
+
+def fold(events: list[InboundEvent]) -> tuple[Turn, Outputs]:
+    turn: Turn | None = None
+    out = Outputs()
+    for event in events:
+        turn, _ = evolve(turn, event, out=out)
+    assert turn is not None
+    return turn, out
+
+
+SCENARIOS = [
+    ("anthropic", ["http-429-rate-limit-error-recorded-sdk-python.json",
+                   "text-after-429-retries-recorded-sdk-python.sse"]),
+    ("openai-chat", ["synthesized-empty-finish.jsonl",
+                     "text-stop-usage-done-recorded-fantasy.sse"]),
+]  # fmt: skip
+
+
+@pytest.mark.usefixtures("env")
+@pytest.mark.parametrize(("provider", "names"), SCENARIOS)
+def test_publish_writes_the_turn_to_its_partition(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str], provider: str, names: list[str]
+) -> None:
+    files = [DEMO / name for name in names]
+    argv = ["publish", "--provider", provider, "--session", SESSION, "--turn", "t-pub", "--json"]
+    assert main([*argv, *map(str, files)]) == 0
+    done = msgspec.json.decode(capsys.readouterr().out, type=Published)
+    partition = partition_of(SESSION, P)
+    assert (done.session_id, done.turn_id, done.partition) == (SESSION, "t-pub", partition)
+    log = entries(store, Keys(partition, prefix).inbound)
+    assert len(log) == done.entries
+    assert sum(store.exists(Keys(p, prefix).inbound) for p in range(P)) == 1
+    events = [decode_event(fields[b"e"]) for _, fields in log]
+    assert isinstance(events[0], TurnStarted)
+    assert [e.attempt for e in events if isinstance(e, AttemptStarted)] == [1, 2]
+    turn, out = fold(events)
+    expected = simulate(files, provider=provider, session_id=SESSION, turn_id="t-pub")
+    assert turn.state.value == expected.state == "finished"
+    assert out.frames == expected.updates
+
+
+@pytest.mark.usefixtures("env")
+def test_publish_text_names_a_fresh_turn(store: Redis, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["publish", "--provider", "anthropic", "--session", SESSION]
+    assert main([*argv, str(DEMO / "text-recorded-fantasy.sse")]) == 0
+    out = capsys.readouterr().out
+    assert re.fullmatch(
+        r"published \d+ entries of turn [0-9a-f]{32} \(session s-views\) to partition \d\n", out
+    )
+
+
+@pytest.mark.usefixtures("env")
+def test_publish_of_a_bad_file_publishes_nothing(
+    store: Redis, prefix: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "missing.sse"
+    argv = ["publish", "--provider", "anthropic", "--session", SESSION]
+    assert main([*argv, str(DEMO / "text-recorded-fantasy.sse"), str(missing)]) == 1
+    [line] = lines(capsys.readouterr().err)
+    assert line.startswith(f"terminus publish: {missing}: cannot read")
+    assert not store.exists(Keys(partition_of(SESSION, P), prefix).inbound)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["messages", SESSION],
+        ["updates", SESSION, "--follow"],
+        ["dlq", "list"],
+        ["dlq", "requeue", "--all"],
+        ["publish", "--provider", "anthropic", "--session", SESSION,
+         str(DEMO / "text-recorded-fantasy.sse")],
+    ],
+)  # fmt: skip
+def test_an_unreachable_redis_is_one_line_and_status_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    monkeypatch.setenv("REDIS_URL", UNREACHABLE)
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    [line] = lines(captured.err)
+    assert line.startswith(f"terminus {argv[0]}: cannot reach Redis: ")
+
+
+def test_commands_find_the_run_server_at_the_default_url(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    local = f"redis://127.0.0.1:{free_port()}/0"
+    monkeypatch.setattr(embedded, "LOCAL_URL", local)
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    monkeypatch.setenv("TERMINUS_PARTITIONS", str(P))
+    monkeypatch.setenv("TERMINUS_PREFIX", "default-url")
+    url, server = ensure_redis(Settings(), tmp_path)
+    assert server is not None
+    try:
+        assert url == local
+        with Redis.from_url(url) as client:
+            add_messages(client, "default-url")
+        assert main(["messages", SESSION]) == 0
+        assert lines(capsys.readouterr().out) == ["m-b [stop] hello", "m-a [stop] again"]
+    finally:
+        server.stop()
+
+
+def test_a_taken_default_port_falls_back_to_a_free_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        monkeypatch.setattr(embedded, "LOCAL_URL", f"redis://127.0.0.1:{port}/0")
+        url, server = ensure_redis(Settings(), tmp_path)
+    assert server is not None
+    try:
+        assert server.port != port
+        assert answers_ping(url)
+    finally:
+        server.stop()
