@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from events.adapters import PROVIDERS
+from service.cli_publish import add_publish_command
 from service.cli_read import add_read_commands
 
 if TYPE_CHECKING:
@@ -138,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--keep", action="store_true", help="keep the rebuilt keys")
     replay.set_defaults(handler=_replay)
     add_read_commands(sub)
+    add_publish_command(sub)
     return parser
 
 

@@ -1,4 +1,4 @@
-"""`terminus messages | updates | dlq | publish`: what a frontend sees, dead letters, a producer.
+"""`terminus messages | updates | dlq`: what a frontend sees, and the dead letters.
 
 Each command connects to REDIS_URL, else to the default local URL, where `terminus run` puts its
 embedded Redis; TERMINUS_PREFIX and TERMINUS_PARTITIONS pick the deployment. An unreachable Redis,
@@ -16,10 +16,7 @@ import asyncio
 import os
 import re
 import sys
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TypeAlias
 
 import msgspec
@@ -27,15 +24,10 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from events.adapters import CONTRACTS, PROVIDERS, AttemptContext
-from events.inbound import AttemptStarted, InboundEvent
 from events.outbound import PersistedMessage, SessionUpdate, TextPart
 from service import embedded, views
-from service.keys import partition_of
-from service.producer import Producer, TurnPublisher
 from service.settings import Settings, SettingsError
 from service.settings import from_env as settings_from_env
-from service.transcripts import TranscriptError, read_attempt
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Body = Callable[[Redis, Settings, argparse.Namespace], Awaitable[int]]
@@ -49,11 +41,10 @@ class CommandError(Exception):
 
 
 def add_read_commands(sub: Subparsers) -> None:
-    """Add `messages`, `updates`, `dlq` and `publish` to the `terminus` subcommands."""
+    """Add `messages`, `updates` and `dlq` to the `terminus` subcommands."""
     _add_messages(sub)
     _add_updates(sub)
     _add_dlq(sub)
-    _add_publish(sub)
 
 
 def _run(body: Body, args: argparse.Namespace) -> int:
@@ -77,7 +68,7 @@ async def _connected(body: Body, settings: Settings, args: argparse.Namespace) -
         return await body(redis, settings, args)
 
 
-def _handler(body: Body) -> Callable[[argparse.Namespace], int]:
+def handler(body: Body) -> Callable[[argparse.Namespace], int]:
     return lambda args: _run(body, args)
 
 
@@ -103,7 +94,7 @@ def _add_messages(sub: Subparsers) -> None:
     )
     cmd.add_argument("session", metavar="SESSION")
     cmd.add_argument("--json", action="store_true", help="one JSON array of messages")
-    cmd.set_defaults(handler=_handler(_messages))
+    cmd.set_defaults(handler=handler(_messages))
 
 
 async def _messages(redis: Redis, settings: Settings, args: argparse.Namespace) -> int:
@@ -145,7 +136,7 @@ def _add_updates(sub: Subparsers) -> None:
     )
     cmd.add_argument("--follow", action="store_true", help="wait for new frames until Ctrl-C")
     cmd.add_argument("--json", action="store_true", help="one JSON frame per line")
-    cmd.set_defaults(handler=_handler(_updates))
+    cmd.set_defaults(handler=handler(_updates))
 
 
 async def _updates(redis: Redis, settings: Settings, args: argparse.Namespace) -> int:
@@ -197,7 +188,7 @@ def _add_dlq(sub: Subparsers) -> None:
     )
     listing.add_argument("--partition", type=int, metavar="P", help="only this partition")
     listing.add_argument("--json", action="store_true", help="one JSON object per line")
-    listing.set_defaults(handler=_handler(_dlq_list))
+    listing.set_defaults(handler=handler(_dlq_list))
     requeue = verbs.add_parser(
         "requeue",
         help="append dead letters to their source stream again",
@@ -207,7 +198,7 @@ def _add_dlq(sub: Subparsers) -> None:
     requeue.add_argument("--all", action="store_true", help="every dead letter (of --partition)")
     requeue.add_argument("ids", nargs="*", metavar="ID", help="dead letter ids, or --all")
     requeue.add_argument("--partition", type=int, metavar="P", help="only this partition")
-    requeue.set_defaults(handler=_handler(_dlq_requeue))
+    requeue.set_defaults(handler=handler(_dlq_requeue))
 
 
 async def _dlq_list(redis: Redis, settings: Settings, args: argparse.Namespace) -> int:
@@ -261,117 +252,3 @@ def _pick(letters: Sequence[views.DeadLetter], ids: Iterable[str]) -> list[views
 
 
 # publish
-
-
-def _add_publish(sub: Subparsers) -> None:
-    cmd = sub.add_parser(
-        "publish",
-        help="publish transcript files as the successive attempts of one turn",
-        description="Producer side: publish each FILE (read as `terminus simulate` reads it) "
-        "as the next attempt of one turn, through the producer SDK. Workers decide the "
-        "outcome; attempts after the turn is final are ignored as late.",
-    )
-    cmd.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    cmd.add_argument("--provider", choices=PROVIDERS, help="provider of raw transcripts")
-    cmd.add_argument("--session", required=True, metavar="S", help="session id")
-    cmd.add_argument("--turn", metavar="T", help="turn id (default: a new random one)")
-    cmd.add_argument("--json", action="store_true", help="print one JSON object")
-    cmd.set_defaults(handler=_handler(_publish))
-
-
-class Published(msgspec.Struct, frozen=True, kw_only=True):
-    """What `publish --json` prints."""
-
-    session_id: str
-    turn_id: str
-    partition: int
-    entries: int
-
-
-@dataclass(frozen=True)
-class _Attempt:
-    """One file, ready to publish: raw SSE for the producer's adapter, or decoded events."""
-
-    sse: str | None
-    events: list[InboundEvent]
-    started: AttemptStarted | None
-
-
-class _CountingProducer(Producer):
-    """A producer that counts the inbound entries it wrote."""
-
-    entries = 0
-
-    async def publish(self, events: Iterable[InboundEvent]) -> list[bytes]:
-        ids = await super().publish(events)
-        self.entries += len(ids)
-        return ids
-
-
-async def _publish(redis: Redis, settings: Settings, args: argparse.Namespace) -> int:
-    turn_id: str = args.turn or uuid.uuid4().hex
-    # Every file is read before anything is published, so a bad file publishes nothing.
-    attempts = [
-        _read(path, number, args.session, turn_id, args.provider)
-        for number, path in enumerate(args.files, start=1)
-    ]
-    producer = _CountingProducer(redis, partitions=settings.partitions, prefix=settings.prefix)
-    publisher = producer.turn(args.session, turn_id)
-    await publisher.start()
-    for number, attempt in enumerate(attempts, start=1):
-        await _publish_attempt(publisher, number, attempt, args.provider or "")
-    partition = partition_of(args.session, settings.partitions)
-    done = Published(
-        session_id=args.session, turn_id=turn_id, partition=partition, entries=producer.entries
-    )
-    print(msgspec.json.encode(done).decode() if args.json else _published_line(done))
-    return 0
-
-
-def _published_line(done: Published) -> str:
-    return (
-        f"published {done.entries} entries of turn {done.turn_id} (session {done.session_id}) "
-        f"to partition {done.partition}"
-    )
-
-
-def _read(path: Path, number: int, session: str, turn: str, provider: str | None) -> _Attempt:
-    ctx = AttemptContext(session_id=session, turn_id=turn, attempt=number, provider=provider or "")
-    try:
-        events = [event for event, _ in read_attempt(path, ctx, provider, 0)]
-    except TranscriptError as exc:
-        raise CommandError(str(exc)) from None
-    if path.suffix.lower() == ".sse":
-        return _Attempt(sse=path.read_text(), events=[], started=None)
-    first = events[0] if events else None
-    if not isinstance(first, AttemptStarted):
-        return _Attempt(sse=None, events=events, started=None)
-    # The producer derives the contract from the provider; a file that says otherwise cannot
-    # be published faithfully.
-    if first.contract != CONTRACTS.get(first.provider, "ai-sdk"):
-        raise CommandError(
-            f"{path}: contract {first.contract!r} does not match provider {first.provider!r}"
-        )
-    return _Attempt(sse=None, events=events[1:], started=first)
-
-
-async def _publish_attempt(
-    publisher: TurnPublisher, number: int, attempt: _Attempt, provider: str
-) -> None:
-    started = attempt.started
-    if started is None:
-        await publisher.start_attempt(attempt=number, provider=provider)
-    else:
-        await publisher.start_attempt(
-            attempt=number,
-            provider=started.provider,
-            model=started.model,
-            strict=started.strict,
-            ts_ms=started.ts_ms,
-        )
-    if attempt.sse is None:
-        await publisher.add(attempt.events)
-        await publisher.flush()
-    else:
-        await publisher.feed_sse(attempt.sse)
-        await publisher.close_attempt()

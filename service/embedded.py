@@ -125,8 +125,14 @@ class EmbeddedRedis:
             return self
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
+            # Its own session: a Ctrl-C in the terminal reaches the supervisor, which stops the
+            # workers first and this server last, not everything at once.
             self._process = subprocess.Popen(
-                self.command(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         try:
             self._wait_ready(self._process)

@@ -18,7 +18,7 @@ from events.inbound import AttemptStarted, InboundEvent, TurnStarted, Usage
 from events.outbound import AgentMessageChunk, PersistedMessage, SessionUpdate, TextPart
 from service import embedded, views
 from service.cli import main
-from service.cli_read import Published
+from service.cli_publish import Published
 from service.embedded import answers_ping, ensure_redis, free_port
 from service.keys import Keys, keys_for_session, partition_of
 from service.settings import Settings
