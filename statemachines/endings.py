@@ -161,6 +161,7 @@ def _retry(
 def _compact(turn: Turn, error: LLMErrorPayload, out: Outputs) -> None:
     fire(turn, "require_compaction", out)
     assert turn.current is not None
+    turn.retry_delay_ms = 0  # compaction schedules no wait; an earlier retry's delay is stale
     turn.history.append(
         AttemptOutcome(step=turn.step, attempt=turn.attempt, outcome="compaction", error=error)
     )

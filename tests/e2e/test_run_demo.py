@@ -1,0 +1,233 @@
+"""`terminus run` as a user runs it: a supervisor process, worker processes, the live demo, and a
+clean stop on Ctrl-C (DESIGN section 9).
+
+Output goes to files, not pipes: worker processes inherit the supervisor's stdout and stderr, so
+with pipes a worker left behind would keep the test waiting for an end of file forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import sys
+import time
+from asyncio.subprocess import Process
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Final, cast
+
+import pytest
+from redis.asyncio import Redis
+
+from service.keys import Keys, workers_key
+
+PARTITIONS: Final = 4
+DEADLINE_S: Final = 30.0
+
+# Each scenario's block of output must show these lines, in this order.
+SCENARIOS: Final = {
+    "[1] complete answer (anthropic)": [
+        "step 1 attempt 1: pending -> streaming  (start_attempt)",
+        "step 1 attempt 1: streaming -> awaiting_terminal  (finish_step)",
+        "step 1 attempt 1: awaiting_terminal -> finished  (prove)",
+        "turn_finished: end_turn",
+        "message: 'Olá!",
+        "final state: finished",
+    ],
+    "[2] cut mid-stream, then retried (anthropic)": [
+        "step 1 attempt 1: streaming -> truncated  (truncate)",
+        "step 1 attempt 1: truncated -> retrying  (schedule_retry)",
+        "attempt 1 discarded (missing_terminal)",
+        "retrying as attempt 2 in ",
+        "step 1 attempt 2: retrying -> streaming  (start_attempt)",
+        "step 1 attempt 2: awaiting_terminal -> finished  (prove)",
+        "turn_finished: end_turn",
+        "final state: finished",
+    ],
+    "[3] empty synthesized finish, then retried (openai-chat)": [
+        "step 1 attempt 1: streaming -> truncated  (truncate)",
+        "attempt 1 discarded (empty_other)",
+        "retrying as attempt 2 in ",
+        "step 1 attempt 2: awaiting_terminal -> finished  (prove)",
+        "message: 'Olá!'",
+        "final state: finished",
+    ],
+    "[4] rate limited, then complete (anthropic)": [
+        "step 1 attempt 1: streaming -> retrying  (retry_error)",
+        "attempt 1 discarded (rate_limit)",
+        "retrying as attempt 2 in ",
+        "step 1 attempt 2: awaiting_terminal -> finished  (prove)",
+        "message: '[12345,67890]'",
+        "final state: finished",
+    ],
+    "[5] overloaded until failure (anthropic)": [
+        "step 1 attempt 1: streaming -> retrying  (retry_error)",
+        "retrying as attempt 2 in ",
+        "step 1 attempt 2: streaming -> retrying  (retry_error)",
+        "retrying as attempt 3 in ",
+        "step 1 attempt 3: streaming -> failed  (fail)",
+        "agent_error provider_unavailable (retryable=True): Overloaded",
+        "final state: failed",
+    ],
+}
+
+
+def _interruptible() -> None:
+    """Runs in the child before exec. A shell that starts pytest in the background leaves
+    SIGINT ignored, and Python then installs no KeyboardInterrupt handler: restore the default,
+    as an interactive terminal has it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class Terminus:
+    """`python -m service ARGS` under a unique prefix, its output in files of `directory`."""
+
+    def __init__(self, redis: Redis, redis_url: str, prefix: str, directory: Path) -> None:
+        self.redis, self.prefix, self.directory = redis, prefix, directory
+        self.env = {
+            **os.environ,
+            "REDIS_URL": redis_url,
+            "TERMINUS_PREFIX": prefix,
+            "TERMINUS_PARTITIONS": str(PARTITIONS),
+        }
+        self.process: Process | None = None
+        self.workers: set[int] = set()
+
+    async def start(self, *args: str) -> Process:
+        with (self.directory / "out").open("wb") as out, (self.directory / "err").open("wb") as err:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "service", *args, env=self.env, cwd=self.directory,
+                stdout=out, stderr=err, preexec_fn=_interruptible,
+            )  # fmt: skip
+        return self.process
+
+    def output(self) -> tuple[str, str]:
+        return (self.directory / "out").read_text(), (self.directory / "err").read_text()
+
+    async def worker_pids(self) -> set[int]:
+        """Pids of the live workers, from their ids (`<host>-<pid>-<random>`)."""
+        members = cast("list[bytes]", await self.redis.zrange(workers_key(self.prefix), 0, -1))
+        self.workers |= {int(m.decode().rsplit("-", 2)[1]) for m in members}
+        return self.workers
+
+    async def kill_all(self) -> None:
+        """SIGKILL the supervisor and every worker of this prefix still running."""
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        for pid in await self.worker_pids():
+            if self._ours(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+    def _ours(self, pid: int) -> bool:
+        """Whether `pid` is still a worker of this test (a pid may have been reused since)."""
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            return False
+        return f"TERMINUS_PREFIX={self.prefix}".encode() in environ.split(b"\0")
+
+
+@pytest.fixture
+async def terminus(
+    redis: Redis, redis_url: str, prefix: str, tmp_path: Path
+) -> AsyncIterator[Terminus]:
+    """Runs `terminus` commands; whatever still runs afterwards is killed, never leaked."""
+    run = Terminus(redis, redis_url, prefix, tmp_path)
+    try:
+        yield run
+    finally:
+        await run.kill_all()
+
+
+async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Poll `check` until it holds; fail naming `what` after DEADLINE_S."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def leases(redis: Redis, prefix: str) -> int:
+    """How many partition leases are held."""
+    return int(await redis.exists(*(Keys(p, prefix).lease for p in range(PARTITIONS))))
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def exited(process: Process) -> int:
+    """The exit status, waiting at most DEADLINE_S."""
+    return await asyncio.wait_for(process.wait(), DEADLINE_S)
+
+
+def in_order(text: str, expected: list[str]) -> list[str]:
+    """The expected lines missing from `text`, or found out of order."""
+    missing, at = [], 0
+    for line in expected:
+        found = text.find(line, at)
+        if found < 0:
+            missing.append(line)
+        else:
+            at = found + len(line)
+    return missing
+
+
+def blocks(stdout: str) -> dict[str, str]:
+    """The output of each scenario, by its heading line (`[n] title (provider)`)."""
+    found: dict[str, str] = {}
+    heading = None
+    for line in stdout.splitlines():
+        if re.match(r"\[\d+\] ", line):
+            heading = line
+            found[heading] = ""
+        elif heading is not None:
+            found[heading] += line + "\n"
+    return found
+
+
+async def test_run_demo_once_plays_every_scenario(terminus: Terminus) -> None:
+    process = await terminus.start("run", "--demo", "--once", "--workers", "1")
+    status = await exited(process)
+    stdout, stderr = terminus.output()
+    assert status == 0, stderr
+    found = blocks(stdout)
+    assert list(found) == list(SCENARIOS)
+    problems = {title: in_order(found[title], lines) for title, lines in SCENARIOS.items()}
+    assert {title: lines for title, lines in problems.items() if lines} == {}
+    assert stdout.count("agent_error") == 1
+    assert stdout.count("final state: finished") == 4
+    assert "overloaded until failure: failed" in stdout.splitlines()[-1]
+    assert await leases(terminus.redis, terminus.prefix) == 0
+    assert await terminus.worker_pids() == set()
+
+
+async def test_sigint_stops_run_cleanly(terminus: Terminus) -> None:
+    redis, prefix = terminus.redis, terminus.prefix
+    process = await terminus.start("run", "--workers", "1")
+
+    async def all_leased() -> bool:
+        return await leases(redis, prefix) == PARTITIONS
+
+    await until(all_leased, "the worker to take every partition")
+    pids = set(await terminus.worker_pids())
+    assert len(pids) == 1
+    process.send_signal(signal.SIGINT)
+    status = await exited(process)
+
+    _, stderr = terminus.output()
+    assert status == 0, stderr
+    assert "terminus: stopping" in stderr
+    assert [pid for pid in pids if alive(pid)] == []
+    assert await leases(redis, prefix) == 0
+    assert await redis.zcard(workers_key(prefix)) == 0

@@ -1,0 +1,289 @@
+"""`replay --verify` against live traffic (DESIGN section 6, invariant 4): rebuilding every
+projection from the inbound logs gives byte-identical output, and any tampering with the live
+projections is reported, first difference first, by the function and by `terminus replay`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, Final, cast
+
+import msgspec
+import pytest
+from redis.asyncio import Redis
+
+from events.inbound import (
+    AttemptStarted,
+    FinishStep,
+    InboundEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    TurnStarted,
+    Usage,
+)
+from service.cli import main
+from service.commit import FIELD
+from service.feeding import publish_attempt
+from service.keys import GROUP, Keys, keys_for_session
+from service.producer import Producer
+from service.replay import replay
+from service.replies import StreamEntry
+from service.settings import Settings
+from service.worker import Worker
+from statemachines.states import FINAL_STATES, TurnState
+from statemachines.turn import Turn
+
+FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams" / "anthropic"
+PARTITIONS: Final = 4
+DEADLINE_S: Final = 20.0
+SNAPSHOT: Final = msgspec.msgpack.Decoder(Turn)
+TEXT: Final = FIXTURES / "text-recorded-fantasy.sse"
+CUT: Final = FIXTURES / "truncated-mid-tool-input-tail-litellm-pr32159.partial.sse"
+OVERLOADED: Final = FIXTURES / "http-529-overloaded-sdk-ts-issue616.json"
+TOOLS: Final = FIXTURES / "tool-use-recorded-fantasy.sse"
+# session -> the attempts of its one turn, and the state the turn ends in
+TURNS: Final = {
+    "s-ok": ([TEXT], TurnState.FINISHED),
+    "s-retry": ([CUT, TEXT], TurnState.FINISHED),
+    "s-fail": ([OVERLOADED] * 3, TurnState.FAILED),
+    "s-tools": ([TOOLS], TurnState.AWAITING_STEP),
+}
+
+
+def settings_for(prefix: str) -> Settings:
+    return Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100, lease_ttl_ms=1000)
+
+
+def keys_of(session: str, prefix: str) -> Keys:
+    return keys_for_session(session, PARTITIONS, prefix)
+
+
+def turn_of(session: str) -> str:
+    return session.replace("s-", "t-", 1)
+
+
+async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Poll `check` until it holds; fail naming `what` after DEADLINE_S."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+async def snapshot(redis: Redis, prefix: str, session: str) -> Turn | None:
+    raw = await redis.get(keys_of(session, prefix).turn(turn_of(session)))
+    return None if raw is None else SNAPSHOT.decode(cast(bytes, raw))
+
+
+async def _in(redis: Redis, prefix: str, session: str, states: frozenset[TurnState]) -> bool:
+    turn = await snapshot(redis, prefix, session)
+    return turn is not None and turn.state in states
+
+
+async def play(redis: Redis, producer: Producer, prefix: str, session: str) -> None:
+    """Publish each file as the next attempt once the turn is retrying, as a producer would."""
+    files, final = TURNS[session]
+    turn = producer.turn(session, turn_of(session))
+    await turn.start()
+    decided = frozenset((TurnState.RETRYING, *FINAL_STATES))
+    for attempt, path in enumerate(files, start=1):
+        if attempt > 1:
+            await until(partial(_in, redis, prefix, session, decided), f"{session} retrying")
+        await publish_attempt(turn, path, "anthropic", attempt=attempt)
+    await until(partial(_in, redis, prefix, session, frozenset((final,))), f"{session} {final}")
+
+
+async def leave_poison(redis: Redis, producer: Producer, prefix: str, settings: Settings) -> None:
+    """An entry a crashed worker was handed `max_deliveries` times: dead on the next takeover."""
+    inbound = keys_of("s-dead", prefix).inbound
+    await redis.xgroup_create(inbound, GROUP, id="0-0", mkstream=True)
+    poison = TurnStarted(session_id="s-dead", turn_id="t-poison", seq=0)
+    [poison_id] = await producer.publish([poison])
+    await redis.xreadgroup(GROUP, "crashed", {inbound: ">"}, count=10)
+    await redis.xclaim(
+        inbound, GROUP, "crashed", 0, [poison_id], retrycount=settings.max_deliveries
+    )
+
+
+def answer(session: str, turn: str) -> list[InboundEvent]:
+    """A complete one-attempt turn under the ai-sdk contract, where the finish is the proof."""
+    ids: dict[str, Any] = {"session_id": session, "turn_id": turn}
+    usage = Usage(output_tokens=2)
+    return [
+        TurnStarted(**ids, seq=0),
+        AttemptStarted(**ids, seq=1, provider="p", model="m"),
+        TextStart(**ids, seq=2, part_id="a"),
+        TextDelta(**ids, seq=3, part_id="a", delta="Hel"),
+        TextDelta(**ids, seq=4, part_id="a", delta="lo"),
+        TextEnd(**ids, seq=5, part_id="a"),
+        FinishStep(**ids, seq=6, finish_reason="stop", raw_finish_reason="end", usage=usage),
+    ]
+
+
+async def bad_and_repeated(redis: Redis, producer: Producer, prefix: str) -> None:
+    """An undecodable entry, an event for a turn that never started, and a producer that sends
+    three events of a turn twice."""
+    await redis.xadd(keys_of("s-dead", prefix).inbound, {FIELD: b"{not json"})
+    ghost = TextDelta(session_id="s-dead", turn_id="t-ghost", seq=3, part_id="a", delta="boo")
+    await producer.publish([ghost])
+    events = answer("s-dup", "t-dup")
+    await producer.publish([*events[:5], *events[2:5], *events[5:]])
+
+
+async def quiet(redis: Redis, prefix: str) -> bool:
+    """Every partition's group has delivered its last entry and has nothing pending."""
+    for partition in range(PARTITIONS):
+        inbound = Keys(partition, prefix).inbound
+        last = cast("list[StreamEntry]", await redis.xrevrange(inbound, count=1))
+        if not last:
+            continue
+        groups = await redis.xinfo_groups(inbound)
+        group = next(g for g in groups if g["name"] in (GROUP, GROUP.encode()))
+        if group["pending"] or group["last-delivered-id"] not in (last[0][0], last[0][0].decode()):
+            return False
+    return True
+
+
+@pytest.fixture
+async def traffic(redis: Redis, prefix: str) -> Settings:
+    """Completed, retried, failed, open, dead-lettered and duplicated turns, all committed by an
+    in-process worker that is stopped before the test looks; returns the worker's settings."""
+    settings = settings_for(prefix)
+    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
+    await leave_poison(redis, producer, prefix, settings)
+    worker = Worker(redis, settings)
+    task = asyncio.create_task(worker.run())
+    try:
+        await asyncio.gather(*(play(redis, producer, prefix, s) for s in TURNS))
+        await bad_and_repeated(redis, producer, prefix)
+        await until(partial(_in, redis, prefix, "s-dup", FINAL_STATES), "t-dup to finish")
+        await until(lambda: quiet(redis, prefix), "the pool to be quiet")
+    finally:
+        await worker.stop()
+        await task
+    return settings
+
+
+async def test_replay_of_live_traffic_is_identical(redis: Redis, traffic: Settings) -> None:
+    prefix = traffic.prefix
+    dead = cast("list[StreamEntry]", await redis.xrange(keys_of("s-dead", prefix).dead))
+    reasons = [fields[b"reason"].decode() for _, fields in dead]
+    assert reasons[0] == "delivered 6 times (max 5)"
+    assert reasons[1].startswith("undecodable")
+    assert reasons[2] == "illegal: t-ghost: event for a turn that never started"
+    duplicated = await snapshot(redis, prefix, "s-dup")
+    assert duplicated is not None
+    assert duplicated.ignored == {"duplicate": 3}
+    logged = sum([await redis.xlen(Keys(p, prefix).inbound) for p in range(PARTITIONS)])
+
+    report = await replay(redis, traffic, verify=True)
+
+    assert report.differences == []
+    assert (report.entries, report.partitions) == (logged, PARTITIONS)
+    assert [key async for key in redis.scan_iter(match=f"{prefix}-replay:*")] == []
+
+
+async def _tamper_message(redis: Redis, prefix: str) -> str:
+    keys = keys_of("s-retry", prefix)
+    await redis.hset(keys.messages("s-retry"), "msg-t-retry", b"{}")
+    return f"p{keys.partition} messages s-retry msg-t-retry: live b'{{}}' rebuilt b'{{"
+
+
+async def _tamper_snapshot(redis: Redis, prefix: str) -> str:
+    keys = keys_of("s-fail", prefix)
+    await redis.set(keys.turn("t-fail"), b"\x80")
+    return f"p{keys.partition} turn t-fail: snapshot differs"
+
+
+async def _tamper_frame(redis: Redis, prefix: str) -> str:
+    keys = keys_of("s-ok", prefix)
+    first = cast("list[StreamEntry]", await redis.xrange(keys.session("s-ok"), count=1))
+    await redis.xdel(keys.session("s-ok"), first[0][0])
+    return f"p{keys.partition} session s-ok entry 0: at byte "
+
+
+async def _tamper_dead_letter(redis: Redis, prefix: str) -> str:
+    """Drop the undecodable entry's letter (not the delivery-count one, which replay takes as
+    given: dropping it shows up as the poison turn replay then opens)."""
+    keys = keys_of("s-dead", prefix)
+    letters = cast("list[StreamEntry]", await redis.xrange(keys.dead))
+    await redis.xdel(keys.dead, letters[1][0])
+    return f'p{keys.partition} dead entry 1: live (b\'{{"type":"text-delta"'
+
+
+TAMPERING: Final = {
+    "message": _tamper_message,
+    "snapshot": _tamper_snapshot,
+    "frame": _tamper_frame,
+    "dead letter": _tamper_dead_letter,
+}
+
+
+@pytest.mark.parametrize("what", sorted(TAMPERING))
+async def test_replay_reports_the_first_difference_after_tampering(
+    redis: Redis, traffic: Settings, what: str
+) -> None:
+    expected = await TAMPERING[what](redis, traffic.prefix)
+    report = await replay(redis, traffic, verify=True)
+    assert len(report.differences) == 1, report.differences
+    assert report.differences[0].startswith(expected), report.differences[0]
+
+
+async def test_verify_reports_entries_read_but_not_yet_committed(
+    redis: Redis, traffic: Settings
+) -> None:
+    keys = keys_of("s-ok", traffic.prefix)
+    await Producer(redis, partitions=PARTITIONS, prefix=traffic.prefix).publish(
+        answer("s-ok", "t-late")[:1]
+    )
+    await redis.xreadgroup(GROUP, "crashed", {keys.inbound: ">"}, count=10)
+    report = await replay(redis, traffic, verify=True)
+    assert report.differences[0] == f"p{keys.partition}: 1 entries pending, not yet committed"
+
+
+async def test_the_cli_exits_0_when_identical_and_1_with_the_difference(
+    redis: Redis,
+    redis_url: str,
+    traffic: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("TERMINUS_PREFIX", traffic.prefix)
+    monkeypatch.setenv("TERMINUS_PARTITIONS", str(PARTITIONS))
+    assert await asyncio.to_thread(main, ["replay", "--verify"]) == 0
+    assert "identical: every projection matches the live one" in capsys.readouterr().out
+
+    expected = await _tamper_snapshot(redis, traffic.prefix)
+    assert await asyncio.to_thread(main, ["replay", "--verify"]) == 1
+    out = capsys.readouterr().out
+    assert f"DIFFERENT (1): {expected}" in out
+
+
+async def test_replay_reproduces_what_the_stall_timer_decided(redis: Redis, prefix: str) -> None:
+    settings = msgspec.structs.replace(settings_for(prefix), stall_timeout_ms=300)
+    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
+    await producer.publish([*answer("s-silent", "t-silent")[:4], *answer("s-idle", "t-idle")[:1]])
+    worker = Worker(redis, settings)
+    task = asyncio.create_task(worker.run())
+    try:
+        for session in ("s-silent", "s-idle"):
+            failed = frozenset((TurnState.FAILED,))
+            await until(partial(_in, redis, prefix, session, failed), f"{session} to fail")
+        await until(lambda: quiet(redis, prefix), "the pool to be quiet")
+    finally:
+        await worker.stop()
+        await task
+    inbound = [Keys(p, prefix).inbound for p in range(PARTITIONS)]
+    logged = [cast("list[StreamEntry]", await redis.xrange(key)) for key in inbound]
+    stalled = [f for entries in logged for _, f in entries if b'"attempt-stalled"' in f[FIELD]]
+    assert len(stalled) == 3  # the silent attempt, its retry that never came, the idle turn
+
+    report = await replay(redis, settings, verify=True)
+    assert report.differences == []
