@@ -78,8 +78,10 @@ class PartitionOwner:
             entries, tail = await self._read()
             if entries:
                 await self.process(entries)
-            else:
-                await self._wait(tail)
+            if len(entries) < self.settings.batch_size:
+                # A short batch took all there was: wait from its last entry rather than
+                # spend a read call to learn that nothing is left.
+                await self._wait(entries[-1].id if entries else tail)
             await self.stalls.tick()
 
     async def _ensure_group(self) -> None:

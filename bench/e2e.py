@@ -1,0 +1,171 @@
+"""End-to-end throughput and latency of terminus against the raw Redis ceiling, in one run.
+
+    python -m bench.e2e [--events 150000] [--partitions 16] [--json] [--redis-url URL]
+                        [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
+
+(a) raw: the workload's entries XADDed (pipelined), then drained by XREADGROUP COUNT batch + XACK
+    with no processing, one task per partition; (a) and (b) are best of `--repeat` runs;
+(b) e2e: the same workload published with `Producer.publish` under a fresh prefix, then 1 (and,
+    under another prefix, 2) `python -m service worker` processes started; the rate counts from
+    the first entry a worker reads until every entry is acked (its frames are then visible), and
+    from the spawn of the processes too (Python start-up and lease taking included);
+(c) latency: a paced producer at half (`--load`) the 1-worker rate for `--seconds`, a reader
+    XREADing the session streams; per delta frame, the time from publish to the reader seeing
+    it, after a warm-up second. Baseline: the same paced XADD + XREAD with no worker between.
+
+Redis is a private redis-server with AOF (appendfsync everysec, as in production) in a temporary
+directory, unless `--redis-url` names one. Each phase's keys are deleted once it is measured.
+Workers are killed, process group and all, on any exit. The targets are reported, not asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+from redis.asyncio import Redis
+from redis.utils import HIREDIS_AVAILABLE
+
+from bench.e2e_phases import Run, drain_phase, latency_phase, raw_phase
+from bench.e2e_procs import WorkerDied, raise_on_sigterm, redis_url
+from bench.e2e_report import table
+from bench.e2e_workload import expected_frames, sized
+from events.inbound import InboundEvent
+
+TARGET_EVENTS_PER_S: Final = 50_000
+TARGET_P99_MS: Final = 10.0
+DESCRIPTION: Final = "End-to-end throughput and latency of terminus against raw Redis."
+
+
+async def best_of(
+    repeat: int, key: str, phase: Callable[[], Awaitable[dict[str, Any]]]
+) -> dict[str, Any]:
+    """The report of the run of `phase` with the highest `key`, out of `repeat` runs."""
+    reports = [await phase() for _ in range(repeat)]
+    best = max(reports, key=lambda r: float(r[key]))
+    best[f"{key}_runs"] = [r[key] for r in reports]
+    return best
+
+
+async def measure_all(run: Run) -> dict[str, Any]:
+    args = run.args
+    events = sized(args.seed, args.events, args.deltas)
+    report = await environment(run, events)
+    report.update(await best_of(args.repeat, "raw_events_per_s", partial(raw_phase, run, events)))
+    for w in (1, 2):
+        drain = partial(drain_phase, run, events, w)
+        report.update(await best_of(args.repeat, f"e2e_events_per_s_{w}w", drain))
+    for suffix in ("1w", "2w"):
+        report[f"ratio_{suffix}"] = (
+            report[f"e2e_events_per_s_{suffix}"] / report["raw_events_per_s"]
+        )
+    if args.no_latency:
+        report.update(dict.fromkeys(("p50_ms", "p99_ms", "p999_ms", "baseline_p99_ms")))
+    else:
+        rate = report["e2e_events_per_s_1w"] * args.load
+        report.update(await latency_phase(run, rate), latency_load=args.load)
+    return verdicts(report)
+
+
+async def environment(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
+    info: dict[str, Any] = await run.redis.info("server")
+    return {
+        "python": sys.version.split()[0],
+        "hiredis": HIREDIS_AVAILABLE,
+        "cpu_count": os.cpu_count(),
+        "redis_version": info.get("redis_version"),
+        "redis": run.args.redis_url or "private redis-server, AOF everysec",
+        "events": len(events),
+        "expected_frames": expected_frames(events),
+        "partitions": run.args.partitions,
+        "batch_size": run.args.batch_size,
+        "worker_env": run.args.worker_env,
+        "deltas": run.args.deltas,
+        "seed": run.args.seed,
+        "repeat": run.args.repeat,
+        "target_events_per_s_per_worker": TARGET_EVENTS_PER_S,
+        "target_p99_ms": TARGET_P99_MS,
+    }
+
+
+def verdicts(report: dict[str, Any]) -> dict[str, Any]:
+    report["throughput_target_met"] = report["e2e_events_per_s_1w"] >= TARGET_EVENTS_PER_S
+    if report["p99_ms"] is not None:
+        report["latency_target_met"] = report["p99_ms"] <= TARGET_P99_MS
+    return report
+
+
+async def main_async(args: argparse.Namespace, url: str, log_dir: Path) -> dict[str, Any]:
+    redis = Redis.from_url(url)
+    run = Run(args, redis, url, log_dir)
+    try:
+        return await measure_all(run)
+    finally:
+        run.stop_all()
+        if args.redis_url:  # a private Redis goes away with its data
+            await run.drop_keys()
+        await redis.aclose()
+
+
+def _assignment(text: str) -> str:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return text
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.e2e", description=DESCRIPTION)
+    parser.add_argument("--events", type=int, default=150_000, help="events of the workload")
+    parser.add_argument("--partitions", type=int, default=16, help="partitions P")
+    parser.add_argument("--batch-size", type=int, default=512, help="TERMINUS_BATCH_SIZE")
+    parser.add_argument("--deltas", type=int, default=100, help="mean text deltas per attempt")
+    parser.add_argument("--seconds", type=float, default=10.0, help="length of the latency run")
+    parser.add_argument(
+        "--load", type=float, default=0.5, help="latency run's rate, share of the 1-worker rate"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="seed of the workload generator")
+    parser.add_argument(
+        "--repeat", type=int, default=2, help="runs of each drain measurement; best kept"
+    )
+    parser.add_argument("--redis-url", default=None, help="use this Redis, not a private one")
+    parser.add_argument(
+        "--worker-env",
+        action="append",
+        default=[],
+        type=_assignment,
+        metavar="NAME=VALUE",
+        help="extra environment of the workers, e.g. TERMINUS_BLOCK_MS=100 (repeatable)",
+    )
+    parser.add_argument("--no-latency", action="store_true", help="skip the latency run")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse(argv)
+    raise_on_sigterm()
+    try:
+        with tempfile.TemporaryDirectory(prefix="terminus-e2e-") as tmp:
+            log_dir = Path(tmp)
+            with redis_url(args.redis_url, log_dir / "redis") as url:
+                report = asyncio.run(main_async(args, url, log_dir))
+    except KeyboardInterrupt:
+        raise SystemExit("bench.e2e: interrupted; workers and Redis stopped") from None
+    except (WorkerDied, TimeoutError) as exc:
+        raise SystemExit(f"bench.e2e: {exc}") from None
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+    else:
+        print(table(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""The phases of the end-to-end benchmark (see `bench.e2e`), each measured on its own prefix.
+
+A `Run` hands out key prefixes and worker pools; every pool it started is stopped by
+`stop_all`, and every prefix's keys are deleted by `drop_keys` once its phase is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from time import perf_counter
+from typing import Any, Final, NamedTuple
+
+from redis.asyncio import Redis
+
+from bench import e2e_latency as lat
+from bench.e2e_procs import WorkerConfig, WorkerPool, machine_busy_s
+from bench.e2e_raw import measure_raw
+from bench.e2e_redis import (
+    Outcome,
+    ServerUsage,
+    compact_aof,
+    delete_prefix,
+    outcome,
+    publish_all,
+    routed,
+    server_usage,
+    wait_drained,
+    wait_owned,
+    wait_started,
+)
+from bench.e2e_workload import marked, sized
+from events.inbound import InboundEvent
+from service.producer import Producer
+
+START_TIMEOUT_S: Final = 30.0
+LATENCY_SESSIONS: Final = 64
+WATCH_EVERY: Final = 4  # the reader follows one session in four
+WARMUP_S: Final = 1.0
+
+
+class Run:
+    """One benchmark run: its Redis, key prefixes, settings, and the worker pools it started."""
+
+    def __init__(self, args: argparse.Namespace, redis: Redis, url: str, log_dir: Path) -> None:
+        self.args, self.redis, self.url, self.log_dir = args, redis, url, log_dir
+        self.prefix = f"bench-{uuid.uuid4().hex[:8]}"
+        self.prefixes: list[str] = []
+        self.pools: list[WorkerPool] = []
+
+    def new_prefix(self, name: str) -> str:
+        self.prefixes.append(f"{self.prefix}-{name}")
+        return self.prefixes[-1]
+
+    async def drop_keys(self) -> None:
+        """Delete the keys of every prefix so far, and on our private Redis compact the AOF:
+        each phase starts on an empty Redis, with no rewrite of earlier data pending."""
+        for prefix in self.prefixes:
+            await delete_prefix(self.redis, prefix)
+        self.prefixes.clear()
+        if self.args.redis_url is None:
+            await compact_aof(self.redis)
+
+    def pool(self, prefix: str, size: int) -> WorkerPool:
+        """A pool on `prefix`, remembered so that `stop_all` reaps it whatever happens."""
+        args = self.args
+        env = dict(item.split("=", 1) for item in args.worker_env)
+        config = WorkerConfig(self.url, prefix, args.partitions, args.batch_size, self.log_dir, env)
+        self.pools.append(WorkerPool(config, size))
+        return self.pools[-1]
+
+    def stop_all(self) -> None:
+        for pool in self.pools:
+            pool.stop()
+
+    def drain_timeout(self, events: int) -> float:
+        return max(120.0, events / 1000)
+
+
+async def raw_phase(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
+    entries = routed(events, run.args.partitions, run.new_prefix("raw"))
+    figures = await measure_raw(run.redis, entries, run.args.batch_size)
+    await run.drop_keys()
+    return figures.report()
+
+
+async def drain_phase(run: Run, events: Sequence[InboundEvent], workers: int) -> dict[str, Any]:
+    """Pre-fill the inbound logs, start `workers` processes, time until every entry is acked."""
+    prefix, n, redis = run.new_prefix(f"{workers}w-{uuid.uuid4().hex[:4]}"), len(events), run.redis
+    start = perf_counter()
+    tails = await publish_all(redis, events, run.args.partitions, prefix)
+    publish_s = perf_counter() - start
+    with run.pool(prefix, workers) as pool:
+        spawned = perf_counter()
+        first = await wait_started(redis, sorted(tails), START_TIMEOUT_S, pool.check_alive)
+        meter = await Meter(redis, pool).start()
+        done = await wait_drained(redis, tails, run.drain_timeout(n), pool.check_alive)
+        used = await meter.read()
+    left = await outcome(redis, (e.session_id for e in events), run.args.partitions, prefix)
+    await run.drop_keys()
+    times = DrainTimes(publish_s, spawned, first, done)
+    report = drain_report(f"_{workers}w", n, times, used, left)
+    report[f"machine_busy_cores_{workers}w"] = _per_second(used.machine_s, done - first)
+    return report
+
+
+class Used(NamedTuple):
+    """What was used between two readings: CPU seconds of each worker, Redis's usage, and
+    CPU seconds of the whole machine (None where /proc cannot tell)."""
+
+    workers: list[float] | None
+    server: ServerUsage
+    machine_s: float | None
+
+    @property
+    def worker_cpu_s(self) -> float | None:
+        return None if self.workers is None else sum(self.workers)
+
+
+class Meter:
+    """Reads the CPU of a pool's workers, Redis and the machine at `start` and at `read`."""
+
+    def __init__(self, redis: Redis, pool: WorkerPool) -> None:
+        self.redis, self.pool = redis, pool
+
+    async def start(self) -> Meter:
+        self.workers, self.machine_s = self.pool.cpu_seconds(), machine_busy_s()
+        self.server = await server_usage(self.redis)
+        return self
+
+    async def read(self) -> Used:
+        server = (await server_usage(self.redis)).minus(self.server)
+        workers = _each_minus(self.pool.cpu_seconds(), self.workers)
+        return Used(workers, server, _minus(machine_busy_s(), self.machine_s))
+
+
+class DrainTimes(NamedTuple):
+    """Seconds the pre-fill took; perf_counter at spawn, first read and last ack."""
+
+    publish_s: float
+    spawned: float
+    first: float
+    done: float
+
+
+def drain_report(suffix: str, n: int, t: DrainTimes, used: Used, left: Outcome) -> dict[str, Any]:
+    usage, workers = used.server, used.workers
+    return {
+        f"producer_events_per_s{suffix}": n / t.publish_s,
+        f"e2e_events_per_s{suffix}": n / (t.done - t.first),
+        f"e2e_events_per_s_from_spawn{suffix}": n / (t.done - t.spawned),
+        f"startup_s{suffix}": t.first - t.spawned,
+        f"drain_s{suffix}": t.done - t.first,
+        f"worker_cpu_us_per_event{suffix}": _per_event_us(used.worker_cpu_s, n),
+        f"worker_cpu_share{suffix}": workers and [c / (sum(workers) or 1) for c in workers],
+        f"redis_cpu_us_per_event{suffix}": usage.cpu_s * 1e6 / n,
+        f"redis_script_us_per_event{suffix}": usage.usec("evalsha", "eval") / n,
+        f"mean_batch{suffix}": mean_batch(n, usage),
+        f"redis_forks{suffix}": usage.forks,
+        f"frames{suffix}": left.frames,
+        f"dead_letters{suffix}": left.dead,
+        f"open_turns{suffix}": left.open_turns,
+    }
+
+
+async def latency_phase(run: Run, rate: float) -> dict[str, Any]:
+    """Paced publishing at `rate`: the baseline (no worker), then through one worker."""
+    args = run.args
+    events = marked(sized(args.seed + 1, int(rate * args.seconds), args.deltas), LATENCY_SESSIONS)
+    watched = lat.watched_sessions(events, WATCH_EVERY)
+    base = await _baseline(run, events, watched, rate)
+    ours, worker_cpu = await _through_worker(run, events, watched, rate)
+    report = latency_report(len(events), rate, ours, base)
+    n = len(events)
+    report["latency_worker_cpu_us_per_event"] = _per_event_us(worker_cpu, n)
+    busy = ours.bench_cpu_s + ours.server.cpu_s + (worker_cpu or 0)
+    report["latency_cpu_cores"] = busy / ours.seconds
+    report["latency_machine_busy_cores"] = _per_second(ours.machine_s, ours.seconds)
+    report["latency_mean_batch"] = mean_batch(n, ours.server)
+    report["latency_redis_forks"] = ours.server.forks
+    return report
+
+
+async def _baseline(
+    run: Run, events: Sequence[InboundEvent], watched: list[str], rate: float
+) -> lat.Measured:
+    """The events XADDed straight to the session streams the reader follows."""
+    prefix, partitions = run.new_prefix("base"), run.args.partitions
+    streams = lat.session_streams(watched, partitions, prefix)
+    publish = lat.direct(run.redis, partitions, prefix)
+    measured = await lat.measure(
+        run.redis, publish, streams, lat.Probe(events, watched, WARMUP_S), rate
+    )
+    await run.drop_keys()
+    return measured
+
+
+async def _through_worker(
+    run: Run, events: Sequence[InboundEvent], watched: list[str], rate: float
+) -> tuple[lat.Measured, float | None]:
+    """The events published to the inbound logs of an idle worker; and its CPU seconds."""
+    prefix, partitions = run.new_prefix("lat"), run.args.partitions
+    streams = lat.session_streams(watched, partitions, prefix)
+    producer = Producer(run.redis, partitions=partitions, prefix=prefix)
+    probe = lat.Probe(events, watched, WARMUP_S)
+    with run.pool(prefix, 1) as pool:
+        await wait_owned(run.redis, prefix, partitions, START_TIMEOUT_S)
+        await asyncio.sleep(0.5)  # let every partition owner reach its blocking read
+        meter = await Meter(run.redis, pool).start()
+        measured = await lat.measure(run.redis, producer.publish, streams, probe, rate)
+        worker_cpu = (await meter.read()).worker_cpu_s
+        pool.check_alive()
+    await run.drop_keys()
+    return measured, worker_cpu
+
+
+def latency_report(
+    events: int, rate: float, ours: lat.Measured, base: lat.Measured
+) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "latency_rate_events_per_s": rate,
+        "latency_achieved_events_per_s": events / ours.seconds,
+        "latency_events": events,
+        "latency_seconds": ours.seconds,
+        "latency_samples": len(ours.latencies),
+        "latency_unseen": ours.unseen,
+        "baseline_unseen": base.unseen,
+        "warmup_s": WARMUP_S,
+        "latency_bench_cpu_us_per_event": ours.bench_cpu_s * 1e6 / events,
+        "latency_redis_cpu_us_per_event": ours.server.cpu_s * 1e6 / events,
+    }
+    ours_ms, base_ms = lat.percentiles(ours.latencies), lat.percentiles(base.latencies)
+    report.update({f"{k}_ms": v for k, v in ours_ms.items()})
+    report.update({f"baseline_{k}_ms": v for k, v in base_ms.items()})
+    report["added_p99_ms"] = ours_ms["p99"] - base_ms["p99"]
+    report["p99_by_second_ms"] = lat.p99_by_second(ours.latencies, ours.offsets)
+    return report
+
+
+def mean_batch(events: int, usage: ServerUsage) -> float | None:
+    """Entries per commit: each commit runs one XACK (scripts' commands are counted too)."""
+    commits = usage.commands.get("xack", (0, 0))[0]
+    return events / commits if commits else None
+
+
+def _each_minus(after: list[float] | None, before: list[float] | None) -> list[float] | None:
+    """CPU seconds of each worker between two readings."""
+    if after is None or before is None:
+        return None
+    return [a - b for a, b in zip(after, before, strict=True)]
+
+
+def _minus(after: float | None, before: float | None) -> float | None:
+    return None if after is None or before is None else after - before
+
+
+def _per_second(seconds: float | None, elapsed: float) -> float | None:
+    return None if seconds is None else seconds / elapsed
+
+
+def _per_event_us(seconds: float | None, events: int) -> float | None:
+    return None if seconds is None else seconds * 1e6 / events

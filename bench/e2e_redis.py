@@ -1,0 +1,197 @@
+"""What the end-to-end benchmark asks Redis: publishing, drain progress, server costs, checks.
+
+Progress is read from the consumer groups (XINFO GROUPS works on Redis 6.2 and 7): a partition
+is drained when its group has delivered up to the last entry published and has nothing pending,
+that is when every entry is acked. Each commit writes the frames and acks in one script, so an
+acked entry's frames are already visible to a reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from time import perf_counter
+from typing import Any, Final, NamedTuple
+
+from redis.asyncio import Redis
+from redis.exceptions import ResponseError
+
+from events.codec import encode_event
+from events.inbound import InboundEvent
+from service.keys import GROUP, Keys, keys_for_session, partition_of, workers_key
+from service.producer import FIELD, Producer
+
+PIPELINE_EVENTS: Final = 1000
+POLL_S: Final = 0.02
+UNLINK_CHUNK: Final = 500
+
+
+def routed(events: Iterable[InboundEvent], partitions: int, prefix: str) -> list[tuple[str, bytes]]:
+    """(inbound stream, encoded event) of every event, as a producer would append it."""
+    return [
+        (Keys(partition_of(e.session_id, partitions), prefix).inbound, encode_event(e))
+        for e in events
+    ]
+
+
+async def xadd_all(redis: Redis, entries: Sequence[tuple[str, bytes]]) -> dict[str, bytes]:
+    """Pipelined XADDs, `PIPELINE_EVENTS` a round trip; the last id of each stream."""
+    tails: dict[str, bytes] = {}
+    for start in range(0, len(entries), PIPELINE_EVENTS):
+        chunk = entries[start : start + PIPELINE_EVENTS]
+        async with redis.pipeline(transaction=False) as pipe:
+            for stream, raw in chunk:
+                pipe.xadd(stream, {FIELD: raw})
+            ids: list[bytes] = await pipe.execute()
+        tails.update(zip((s for s, _ in chunk), ids, strict=True))
+    return tails
+
+
+async def publish_all(
+    redis: Redis, events: Sequence[InboundEvent], partitions: int, prefix: str
+) -> dict[str, bytes]:
+    """`Producer.publish` of every event, `PIPELINE_EVENTS` at a time; the last id per stream."""
+    producer = Producer(redis, partitions=partitions, prefix=prefix)
+    tails: dict[str, bytes] = {}
+    for start in range(0, len(events), PIPELINE_EVENTS):
+        chunk = events[start : start + PIPELINE_EVENTS]
+        ids = await producer.publish(chunk)
+        tails.update(zip((producer.inbound_key(e.session_id) for e in chunk), ids, strict=True))
+    return tails
+
+
+async def groups(redis: Redis, streams: Sequence[str]) -> list[dict[str, Any] | None]:
+    """Our group's XINFO GROUPS row of each stream, None where it does not exist yet."""
+    async with redis.pipeline(transaction=False) as pipe:
+        for stream in streams:
+            pipe.xinfo_groups(stream)
+        replies: list[list[dict[str, Any]]] = await pipe.execute()
+    wanted = GROUP.encode()
+    return [next((g for g in rows if g["name"] == wanted), None) for rows in replies]
+
+
+async def wait_started(
+    redis: Redis, streams: Sequence[str], timeout_s: float, check: Callable[[], None]
+) -> float:
+    """Poll until a group has delivered an entry: when the workers begin; its perf_counter."""
+    deadline = perf_counter() + timeout_s
+    while perf_counter() < deadline:
+        rows = await groups(redis, streams)
+        if any(r and r["last-delivered-id"] != b"0-0" for r in rows):
+            return perf_counter()
+        check()
+        await asyncio.sleep(POLL_S)
+    raise TimeoutError(f"no worker read an entry within {timeout_s:.0f}s")
+
+
+async def wait_drained(
+    redis: Redis, tails: dict[str, bytes], timeout_s: float, check: Callable[[], None]
+) -> float:
+    """Poll until every entry up to `tails` is acked; its perf_counter. `check` raises if the
+    workers died."""
+    streams = sorted(tails)
+    last = [tails[s] for s in streams]
+    deadline = perf_counter() + timeout_s
+    while perf_counter() < deadline:
+        rows = await groups(redis, streams)
+        now = perf_counter()
+        delivered = [r["last-delivered-id"] if r else None for r in rows]
+        if delivered == last and all(r and r["pending"] == 0 for r in rows):
+            return now
+        check()
+        await asyncio.sleep(POLL_S)
+    raise TimeoutError(f"inbound logs not drained within {timeout_s:.0f}s")
+
+
+async def wait_owned(redis: Redis, prefix: str, partitions: int, timeout_s: float) -> None:
+    """Until every partition's lease is held (the workers are up and own the partitions)."""
+    leases = [Keys(p, prefix).lease for p in range(partitions)]
+    deadline = perf_counter() + timeout_s
+    while perf_counter() < deadline:
+        if await redis.exists(*leases) == partitions:
+            return
+        await asyncio.sleep(POLL_S)
+    raise TimeoutError(f"workers did not take all {partitions} partitions in {timeout_s:.0f}s")
+
+
+class ServerUsage(NamedTuple):
+    """Redis main-process CPU seconds, forks (AOF rewrites) and, per command, (calls,
+    microseconds) so far."""
+
+    cpu_s: float
+    forks: int
+    commands: dict[str, tuple[int, int]]
+
+    def minus(self, before: ServerUsage) -> ServerUsage:
+        earlier = before.commands
+        return ServerUsage(
+            self.cpu_s - before.cpu_s,
+            self.forks - before.forks,
+            {name: _minus(now, earlier.get(name, (0, 0))) for name, now in self.commands.items()},
+        )
+
+    def usec(self, *names: str) -> int:
+        return sum(self.commands.get(n, (0, 0))[1] for n in names)
+
+
+def _minus(now: tuple[int, int], before: tuple[int, int]) -> tuple[int, int]:
+    return now[0] - before[0], now[1] - before[1]
+
+
+async def server_usage(redis: Redis) -> ServerUsage:
+    cpu: dict[str, Any] = await redis.info("cpu")
+    stats: dict[str, Any] = await redis.info("stats")
+    per_command: dict[str, dict[str, Any]] = await redis.info("commandstats")
+    commands = {
+        name.removeprefix("cmdstat_"): (int(row["calls"]), int(row["usec"]))
+        for name, row in per_command.items()
+    }
+    cpu_s = float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+    return ServerUsage(cpu_s, int(stats.get("total_forks", 0)), commands)
+
+
+class Outcome(NamedTuple):
+    """What the workers left: frames in the session streams, dead letters, turns still open."""
+
+    frames: int
+    dead: int
+    open_turns: int
+
+
+async def outcome(redis: Redis, sessions: Iterable[str], partitions: int, prefix: str) -> Outcome:
+    every = [Keys(p, prefix) for p in range(partitions)]
+    async with redis.pipeline(transaction=False) as pipe:
+        for session in sorted(set(sessions)):
+            pipe.xlen(keys_for_session(session, partitions, prefix).session(session))
+        frames: list[int] = await pipe.execute()
+        for keys in every:
+            pipe.xlen(keys.dead)
+            pipe.zcard(keys.open_turns)
+        counts: list[int] = await pipe.execute()
+    return Outcome(sum(frames), sum(counts[::2]), sum(counts[1::2]))
+
+
+async def compact_aof(redis: Redis, timeout_s: float = 120.0) -> None:
+    """Rewrite the AOF now and wait for it: a phase then starts with a small AOF, so no
+    rewrite of earlier phases' data lands in its measurement."""
+    with contextlib.suppress(ResponseError):  # one is running already: wait for it
+        await redis.bgrewriteaof()
+    deadline = perf_counter() + timeout_s
+    while perf_counter() < deadline:
+        info: dict[str, Any] = await redis.info("persistence")
+        if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
+            return
+        await asyncio.sleep(POLL_S)
+    raise TimeoutError(f"AOF rewrite still running after {timeout_s:.0f}s")
+
+
+async def delete_prefix(redis: Redis, prefix: str) -> None:
+    """Remove every key of a benchmark prefix (on a Redis the user gave us)."""
+    batch: list[bytes | str] = [workers_key(prefix)]
+    async for key in redis.scan_iter(match=f"{prefix}:*", count=1000):
+        batch.append(key)
+        if len(batch) >= UNLINK_CHUNK:
+            await redis.unlink(*batch)
+            batch = []
+    await redis.unlink(*batch)

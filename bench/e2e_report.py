@@ -1,0 +1,130 @@
+"""The end-to-end report as a table a person reads."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _batch(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+def _split(shares: list[float] | None) -> str:
+    if not shares or len(shares) < 2:
+        return ""
+    return "; worker CPU split " + "/".join(f"{s:.0%}" for s in shares)
+
+
+def _cores(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _ms(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.2f}"
+
+
+def header(r: dict[str, Any]) -> list[str]:
+    return [
+        f"terminus end-to-end benchmark: Python {r['python']} (redis-py parser: "
+        f"{'hiredis' if r['hiredis'] else 'pure Python'}), Redis {r['redis_version']} "
+        f"({r['redis']})",
+        f"workload: {r['events']:,} events ({r['expected_frames']:,} frames expected), "
+        f"{r['deltas']} deltas/attempt, seed {r['seed']}; {r['partitions']} partitions, "
+        f"batch {r['batch_size']}"
+        + (f"; workers with {' '.join(r['worker_env'])}" if r["worker_env"] else ""),
+        "",
+    ]
+
+
+def throughput(r: dict[str, Any]) -> list[str]:
+    lines = [
+        f"{'path':<46}{'events/s':>11}{'ratio':>8}{'worker':>9}{'redis':>9}{'script':>8}",
+        f"{'':<46}{'':>11}{'to raw':>8}{'us/ev':>9}{'us/ev':>9}{'us/ev':>8}",
+        f"{'raw XADD, pipelined':<46}{_rate(r['raw_xadd_events_per_s']):>11}",
+        f"{'raw XREADGROUP + XACK drain (ceiling)':<46}{_rate(r['raw_events_per_s']):>11}"
+        f"{'1.00':>8}{'':>9}{_us(r['raw_redis_cpu_us_per_event']):>9}",
+    ]
+    for w in (1, 2):
+        s = f"_{w}w"
+        label = f"terminus drain, {w} worker{'s' if w > 1 else ''}"
+        lines.append(
+            f"{label:<46}{_rate(r['e2e_events_per_s' + s]):>11}{r['ratio' + s]:>8.2f}"
+            f"{_us(r['worker_cpu_us_per_event' + s]):>9}{_us(r['redis_cpu_us_per_event' + s]):>9}"
+            f"{_us(r['redis_script_us_per_event' + s]):>8}"
+        )
+        lines.append(
+            f"{'  same, counted from process spawn':<46}"
+            f"{_rate(r['e2e_events_per_s_from_spawn' + s]):>11}"
+            f"    (start-up {r['startup_s' + s]:.2f} s; {_batch(r['mean_batch' + s])} "
+            f"entries/commit; producer published {_rate(r['producer_events_per_s' + s])}/s)"
+        )
+    return lines
+
+
+def checks(r: dict[str, Any]) -> list[str]:
+    lines = [""]
+    for w in ("1w", "2w"):
+        lines.append(
+            f"{w}: {r['frames_' + w]:,} frames of {r['expected_frames']:,} expected, "
+            f"{r['dead_letters_' + w]} dead letters, {r['open_turns_' + w]} turns left open; "
+            f"{r['redis_forks_' + w]} AOF rewrite(s) while draining; machine: "
+            f"{_cores(r['machine_busy_cores_' + w])} of {r['cpu_count']} cores busy"
+            + _split(r["worker_cpu_share_" + w])
+        )
+    return lines
+
+
+def latency(r: dict[str, Any]) -> list[str]:
+    if r["p99_ms"] is None:
+        return []
+    return [
+        "",
+        f"latency, publish -> frame visible, at {r['latency_rate_events_per_s']:,.0f} events/s "
+        f"({r['latency_load']:.0%} of the 1-worker rate; achieved "
+        f"{r['latency_achieved_events_per_s']:,.0f}) for {r['latency_seconds']:.1f} s, "
+        f"{r['latency_samples']:,} delta frames after {r['warmup_s']:.0f} s warm-up",
+        f"{'':<34}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}{'max ms':>9}{'unseen':>8}",
+        f"{'XADD -> XREAD, no worker':<34}{_ms(r['baseline_p50_ms']):>9}"
+        f"{_ms(r['baseline_p99_ms']):>9}{_ms(r['baseline_p999_ms']):>10}"
+        f"{_ms(r['baseline_max_ms']):>9}{r['baseline_unseen']:>8}",
+        f"{'terminus, 1 worker':<34}{_ms(r['p50_ms']):>9}{_ms(r['p99_ms']):>9}"
+        f"{_ms(r['p999_ms']):>10}{_ms(r['max_ms']):>9}{r['latency_unseen']:>8}",
+        "p99 ms of each second: " + " ".join(f"{v:.0f}" for v in r["p99_by_second_ms"]),
+        f"CPU meanwhile, us/event: bench (producer + reader) "
+        f"{_us(r['latency_bench_cpu_us_per_event'])}, worker "
+        f"{_us(r['latency_worker_cpu_us_per_event'])}, redis "
+        f"{_us(r['latency_redis_cpu_us_per_event'])}: {r['latency_cpu_cores']:.2f} cores busy; "
+        f"{_batch(r['latency_mean_batch'])} entries/commit; "
+        f"{r['latency_redis_forks']} AOF rewrite(s)",
+        f"machine: {_cores(r['latency_machine_busy_cores'])} of {r['cpu_count']} cores busy "
+        "(the rest of the machine's load is other processes)",
+    ]
+
+
+def verdict(r: dict[str, Any]) -> list[str]:
+    met = "met" if r["throughput_target_met"] else "NOT met"
+    lines = [
+        "",
+        f"target >= {r['target_events_per_s_per_worker']:,} events/s per worker: {met} "
+        f"({_rate(r['e2e_events_per_s_1w'])})",
+    ]
+    if "latency_target_met" in r:
+        met = "met" if r["latency_target_met"] else "NOT met"
+        lines.append(
+            f"target p99 <= {r['target_p99_ms']:.0f} ms at half load: {met} "
+            f"({_ms(r['p99_ms'])}; {_ms(r['added_p99_ms'])} over the baseline)"
+        )
+    return lines
+
+
+def table(r: dict[str, Any]) -> str:
+    return "\n".join(header(r) + throughput(r) + checks(r) + latency(r) + verdict(r))
