@@ -17,7 +17,7 @@ from typing import Final, NamedTuple
 
 import msgspec
 
-from events.codec import CodecError, decode_event
+from events.codec import CodecError, decode_event, sniff_format
 from events.inbound import InboundEvent
 from service.commit import FIELD, Batch
 from service.keys import Keys
@@ -89,7 +89,7 @@ def _decode(entry: Entry, max_deliveries: int, forced: Mapping[str, str]) -> Dec
         reason = f"delivered {entry.deliveries} times (max {max_deliveries})"
         return Decoded(entry, problem=reason, raw=raw)
     try:
-        return Decoded(entry, event=decode_event(raw), raw=raw)
+        return Decoded(entry, event=decode_event(raw, sniff_format(raw)), raw=raw)
     except CodecError as exc:
         return Decoded(entry, problem=f"undecodable: {exc}", raw=raw)
 

@@ -39,6 +39,15 @@ class Leases:
         run = script(self.redis, "lease_renew")
         return bool(await run(keys=keys, args=[lease_value(worker_id, epoch), ttl_ms]))
 
+    async def rotate(self, partition: int, worker_id: str, epoch: int) -> int | None:
+        """A new epoch for a lease `worker_id` still holds at `epoch`; None if it lost it."""
+        keys = Keys(partition, self.prefix)
+        run = script(self.redis, "lease_rotate")
+        new = await run(
+            keys=[keys.lease, keys.epoch], args=[lease_value(worker_id, epoch), worker_id]
+        )
+        return None if new is None else int(new)
+
     async def release(self, partition: int, worker_id: str, epoch: int) -> bool:
         """Delete the lease only if it is still `worker_id` at `epoch`."""
         keys = [Keys(partition, self.prefix).lease]

@@ -24,7 +24,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from service.applier import BatchStats, Entry, PartitionFold, Timeouts, decode_entries
 from service.commit import LeaseLost, commit_ids
 from service.keys import GROUP, Keys
-from service.leases import lease_value
+from service.leases import Leases, lease_value
 from service.replies import mget
 from service.scripts import script
 from service.settings import Settings
@@ -46,7 +46,9 @@ class PartitionOwner:
         self.settings = settings
         self.keys = Keys(partition, settings.prefix)
         self.consumer = worker_id
+        self.epoch = epoch
         self.lease = lease_value(worker_id, epoch)
+        self.leases = Leases(redis, settings.prefix)
         timeouts = Timeouts(settings.stall_timeout_ms, settings.tool_timeout_ms)
         self.fold = PartitionFold(self.keys, settings.core(), timeouts, settings.session_maxlen)
         self.stalls = StallTimer(redis, self.keys, self.lease, self.fold, settings)
@@ -63,13 +65,27 @@ class PartitionOwner:
 
     async def run(self) -> None:
         """Own the partition until stopped or the lease is lost (raises `LeaseLost`)."""
+        uncertain = False
         while not self._stopping.is_set():
             try:
+                if uncertain:
+                    await self._refence()
+                    uncertain = False
                 await self._own()
             except TRANSIENT as exc:
-                log.warning("partition %s: %s; starting over", self.partition, exc)
+                log.warning("partition %s: %r; starting over", self.partition, exc)
                 self.fold.forget()
+                uncertain = True
                 await self._pause(0.2)
+
+    async def _refence(self) -> None:
+        """A new epoch before starting over: a request still in flight on the broken connection
+        carries the old lease value, so if it reaches Redis later it writes and moves nothing."""
+        epoch = await self.leases.rotate(self.partition, self.consumer, self.epoch)
+        if epoch is None:
+            raise LeaseLost(self.partition, self.lease)
+        self.epoch, self.lease = epoch, lease_value(self.consumer, epoch)
+        self.stalls.lease = self.lease
 
     async def _own(self) -> None:
         await self._ensure_group()

@@ -41,7 +41,7 @@ class Worker:
         self.settings = settings
         self.worker_id = worker_id or new_worker_id()
         self.leases = Leases(redis, settings.prefix)
-        self.owners: dict[int, tuple[PartitionOwner, int, asyncio.Task[None]]] = {}
+        self.owners: dict[int, tuple[PartitionOwner, asyncio.Task[None]]] = {}
         self._nudged = asyncio.Event()
         self._stopping = asyncio.Event()
         self._lock = asyncio.Lock()  # a tick and `stop` never move the same partition twice
@@ -99,29 +99,31 @@ class Worker:
             return  # still held by its previous owner; it expires or is released soon
         owner = PartitionOwner(self.redis, self.settings, partition, self.worker_id, epoch)
         task = asyncio.create_task(owner.run(), name=f"partition-{partition}")
-        self.owners[partition] = (owner, epoch, task)
+        self.owners[partition] = (owner, task)
         log.info("worker %s took partition %s at epoch %s", self.worker_id, partition, epoch)
 
     async def _renew(self, partition: int) -> None:
-        owner, epoch, task = self.owners[partition]
-        if not await self.leases.renew(partition, self.worker_id, epoch, self._ttl):
+        owner, task = self.owners[partition]
+        # The owner's epoch, not the one it started with: it takes a new one after a
+        # connection error (`PartitionOwner._refence`).
+        if not await self.leases.renew(partition, self.worker_id, owner.epoch, self._ttl):
             log.warning("worker %s lost partition %s", self.worker_id, partition)
             owner.stop()
             task.cancel()
             del self.owners[partition]
 
     async def _give_up(self, partition: int) -> None:
-        owner, epoch, task = self.owners.pop(partition)
+        owner, task = self.owners.pop(partition)
         owner.stop()
         with contextlib.suppress(LeaseLost, asyncio.CancelledError, *TRANSIENT):
             await task
         with contextlib.suppress(*TRANSIENT):
-            await self.leases.release(partition, self.worker_id, epoch)
+            await self.leases.release(partition, self.worker_id, owner.epoch)
         log.info("worker %s released partition %s", self.worker_id, partition)
 
     def _reap(self) -> None:
         """Forget owners that ended on their own (lease lost, or a bug: logged)."""
-        for partition, (_, _, task) in list(self.owners.items()):
+        for partition, (_, task) in list(self.owners.items()):
             if task.done():
                 del self.owners[partition]
                 if not task.cancelled() and task.exception() is not None:

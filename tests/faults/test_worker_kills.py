@@ -1,0 +1,73 @@
+"""Worker processes SIGKILLed under load: what the pool wrote is exactly the in-process fold.
+
+DESIGN section 5 (one atomic commit per batch, drain before read, fencing) and invariants 4 and 5:
+redelivery after a crash never duplicates a frame, never loses one, and replay agrees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+from expect import assert_exact, assert_replay_clean, started_turns
+from harness import (
+    StartRedis,
+    Workers,
+    dead_letters,
+    fault_settings,
+    kill_busy_and_replace,
+    wait_owned,
+    wait_quiet,
+    wait_until,
+)
+from load import RecordingProducer, plan_sessions, planned_events, publish_sessions
+from redis.asyncio import Redis
+
+from service.settings import Settings
+
+PLANS = plan_sessions(sessions=50, turns=20)  # 1,000 turns; 100 of them cut once, then retried
+KILL_AT = (0.1, 0.25, 0.4, 0.55, 0.7)  # fractions of the load published
+
+
+async def kill_during(
+    load: asyncio.Task[None], producer: RecordingProducer, workers: Workers, settings: Settings
+) -> list[int]:
+    """SIGKILL a random worker (and start a replacement) as the load passes each mark; returns
+    how many entries each victim left pending, read but not committed."""
+    rng, left, total = random.Random(20240607), [], planned_events(PLANS)
+    for mark in KILL_AT:
+
+        async def passed(mark: float = mark) -> bool:
+            return load.done() or producer.count >= mark * total
+
+        await wait_until(passed, f"{mark:.0%} of the load published", timeout=120)
+        if load.done():
+            break
+        left.append(await kill_busy_and_replace(producer.redis, settings, workers, rng))
+    return left
+
+
+async def test_sigkill_workers_under_load(private_redis: StartRedis, tmp_path: Path) -> None:
+    server = private_redis()
+    settings = fault_settings(server.url)
+    redis = Redis.from_url(server.url)
+    try:
+        with Workers(settings, tmp_path) as workers:
+            for _ in range(3):
+                workers.start()
+            await wait_owned(redis, settings)
+            producer = RecordingProducer(redis, settings)
+            load = asyncio.create_task(publish_sessions(producer, PLANS))
+            left_pending = await kill_during(load, producer, workers, settings)
+            await load
+            await wait_quiet(redis, settings, started_turns(producer.published))
+            assert len(left_pending) >= 3, "the load ended before three workers were killed"
+            assert sum(left_pending) > 0, "no worker was killed with a batch in hand"
+            assert producer.count == planned_events(PLANS) >= 50_000
+            assert await assert_exact(redis, settings, producer.published) == {}
+            assert await dead_letters(redis, settings) == {}
+            await assert_replay_clean(redis, settings)
+            assert workers.crashed() == []
+    finally:
+        await redis.aclose()
