@@ -19,12 +19,12 @@ from redis.exceptions import ResponseError
 
 from events.codec import encode_event
 from events.inbound import InboundEvent
-from service.keys import GROUP, Keys, keys_for_session, partition_of, workers_key
+from service.keys import GROUP, Keys, keys_for_session, partition_of
 from service.producer import FIELD, Producer
+from service.replay import clear_prefix
 
 PIPELINE_EVENTS: Final = 1000
 POLL_S: Final = 0.02
-UNLINK_CHUNK: Final = 500
 
 
 def routed(events: Iterable[InboundEvent], partitions: int, prefix: str) -> list[tuple[str, bytes]]:
@@ -188,10 +188,4 @@ async def compact_aof(redis: Redis, timeout_s: float = 120.0) -> None:
 
 async def delete_prefix(redis: Redis, prefix: str) -> None:
     """Remove every key of a benchmark prefix (on a Redis the user gave us)."""
-    batch: list[bytes | str] = [workers_key(prefix)]
-    async for key in redis.scan_iter(match=f"{prefix}:*", count=1000):
-        batch.append(key)
-        if len(batch) >= UNLINK_CHUNK:
-            await redis.unlink(*batch)
-            batch = []
-    await redis.unlink(*batch)
+    await clear_prefix(redis, prefix)

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING
 
 from events.adapters import PROVIDERS
 from service.cli_publish import add_publish_command
-from service.cli_read import add_read_commands
+from service.cli_read import add_read_commands, handler
 
 if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
     from service.settings import Settings
 
 Handler = Callable[[argparse.Namespace], int]
@@ -52,33 +54,17 @@ def _worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def _replay(args: argparse.Namespace) -> int:
-    import asyncio
-
-    from redis.asyncio import Redis
-
-    from service.embedded import LOCAL_URL
+async def _replay(redis: Redis, settings: Settings, args: argparse.Namespace) -> int:
     from service.replay import replay
 
-    settings = _settings()
-
-    async def run() -> int:
-        redis = Redis.from_url(settings.redis_url or LOCAL_URL)
-        try:
-            report = await replay(
-                redis, settings, verify=args.verify, target=args.into, keep=args.keep
-            )
-        finally:
-            await redis.aclose()
-        print(f"replayed {report.entries} entries of {report.partitions} partitions")
-        if report.differences:
-            print(f"DIFFERENT ({len(report.differences)}): {report.differences[0]}")
-            return 1
-        if args.verify:
-            print("identical: every projection matches the live one")
-        return 0
-
-    return asyncio.run(run())
+    report = await replay(redis, settings, verify=args.verify, target=args.into, keep=args.keep)
+    print(f"replayed {report.entries} entries of {report.partitions} partitions")
+    if report.differences:
+        print(f"DIFFERENT ({len(report.differences)}): {report.differences[0]}")
+        return 1
+    if args.verify:
+        print("identical: every projection matches the live one")
+    return 0
 
 
 def _settings() -> Settings:
@@ -137,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--verify", action="store_true", help="compare with the live keys")
     replay.add_argument("--into", metavar="PREFIX", default=None, help="default <prefix>-replay")
     replay.add_argument("--keep", action="store_true", help="keep the rebuilt keys")
-    replay.set_defaults(handler=_replay)
+    replay.set_defaults(handler=handler(_replay))
     add_read_commands(sub)
     add_publish_command(sub)
     return parser

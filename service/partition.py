@@ -25,7 +25,7 @@ from service.applier import BatchStats, Entry, PartitionFold, Timeouts, decode_e
 from service.commit import LeaseLost, commit_ids
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
-from service.replies import mget
+from service.replies import load_turns, text
 from service.scripts import script
 from service.settings import Settings
 from service.stall import StallTimer
@@ -110,19 +110,19 @@ class PartitionOwner:
         while True:
             reply = await self._call("claim", start, self.settings.batch_size)
             next_start, raw_entries, counts = reply
-            deliveries = {_text(i): int(n) for i, n in counts}
+            deliveries = {text(i): int(n) for i, n in counts}
             # An entry deleted while pending comes back as false on Redis 6.2 (7 drops it from
             # the pending list itself); with no id there is nothing to apply or ack.
             entries = [_entry(row, deliveries) for row in raw_entries if row]
             if entries:
                 await self.process(entries)
-            start = _text(next_start)
+            start = text(next_start)
             if start == START or self._stopping.is_set():
                 return
 
     async def _read(self) -> tuple[list[Entry], str]:
         rows, tail = await self._call("read", self.settings.batch_size)
-        return [_entry(row, {}) for row in rows], _text(tail)
+        return [_entry(row, {}) for row in rows], text(tail)
 
     async def _wait(self, tail: str) -> None:
         """Block until the log grows past `tail` or the block time ends; changes nothing."""
@@ -143,10 +143,7 @@ class PartitionOwner:
     async def process(self, entries: Sequence[Entry]) -> BatchStats:
         """Fold a batch and commit it with the acks of all its entries, or raise `LeaseLost`."""
         decoded = decode_entries(entries, self.settings.max_deliveries)
-        missing = self.fold.missing(decoded)
-        if missing:
-            snapshots = await mget(self.redis, [self.keys.turn(t) for t in missing])
-            self.fold.load(dict(zip(missing, snapshots, strict=True)))
+        await load_turns(self.redis, self.fold, self.fold.missing(decoded))
         batch, stats = self.fold.apply(decoded)
         try:
             ids = await commit_ids(self.redis, self.keys, self.lease, batch)
@@ -183,13 +180,9 @@ class PartitionOwner:
             await asyncio.wait_for(self._stopping.wait(), seconds)
 
 
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _entry(row: list[Any], deliveries: dict[str, int]) -> Entry:
     """An entry from a script reply: [id, [f1, v1, ...]], fields false if deleted."""
-    entry_id = _text(row[0])
+    entry_id = text(row[0])
     flat = row[1] if len(row) > 1 else None
     fields = dict(zip(flat[::2], flat[1::2], strict=True)) if flat else None
     return Entry(entry_id, fields, deliveries.get(entry_id, 1))

@@ -26,7 +26,7 @@ from service.applier import Entry, PartitionFold, Timeouts, decode_entries
 from service.commit import commit_or_raise
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
-from service.replies import StreamEntry, mget
+from service.replies import load_turns, text, xrange
 from service.settings import Settings
 from service.verify import compare
 
@@ -64,11 +64,7 @@ async def _rebuild_partition(redis: Redis, settings: Settings, partition: int, t
     count = 0
     async for entries in _log(redis, live, settings.batch_size):
         decoded = decode_entries(entries, settings.max_deliveries, forced)
-        missing = fold.missing(decoded)
-        if missing:
-            fold.load(
-                dict(zip(missing, await mget(redis, [into.turn(t) for t in missing]), strict=True))
-            )
+        await load_turns(redis, fold, fold.missing(decoded))
         batch, _ = fold.apply(decoded)
         batch.acks.clear()  # nothing to ack: the log is read with XRANGE, not the group
         await commit_or_raise(redis, into, lease, batch)
@@ -80,7 +76,7 @@ async def _rebuild_partition(redis: Redis, settings: Settings, partition: int, t
 
 async def _forced_dead(redis: Redis, live: Keys) -> dict[str, str]:
     """Entries dead-lettered live for their delivery count, which the log cannot tell."""
-    rows = cast("list[StreamEntry]", await redis.xrange(live.dead))
+    rows = await xrange(redis, live.dead)
     forced = {}
     for _, fields in rows:
         reason = fields.get(b"reason", b"").decode()
@@ -94,7 +90,7 @@ async def _log(redis: Redis, keys: Keys, page: int) -> AsyncIterator[list[Entry]
     horizon = await _horizon(redis, keys)
     start = "-"
     while horizon is not None:
-        rows = cast("list[StreamEntry]", await redis.xrange(keys.inbound, start, horizon, page))
+        rows = await xrange(redis, keys.inbound, start, horizon, page)
         if not rows:
             return
         yield [Entry(i.decode(), fields) for i, fields in rows]
@@ -107,14 +103,10 @@ async def _horizon(redis: Redis, keys: Keys) -> str | None:
     except ResponseError:  # no such stream: nothing was ever published here
         return None
     for group in groups:
-        if _text(group["name"]) == GROUP:
-            last = _text(group["last-delivered-id"])
+        if text(group["name"]) == GROUP:
+            last = text(group["last-delivered-id"])
             return None if last == "0-0" else last
     return None
-
-
-def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 async def pending_counts(redis: Redis, settings: Settings) -> dict[int, int]:

@@ -5,14 +5,37 @@ Every client terminus creates returns bytes (no `decode_responses`), so these ca
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import cast
 
 from redis.asyncio import Redis
 
+from service.applier import PartitionFold
+
 Fields = dict[bytes, bytes]
 StreamEntry = tuple[bytes, Fields]
 StreamReply = list[tuple[bytes, list[StreamEntry]]]
+
+
+def text(value: object) -> str:
+    """A reply value as text: bytes decoded, None as ""."""
+    if isinstance(value, bytes):
+        return value.decode()
+    return "" if value is None else str(value)
+
+
+async def xrange(
+    redis: Redis, key: str, start: str = "-", end: str = "+", count: int | None = None
+) -> list[StreamEntry]:
+    return cast("list[StreamEntry]", await redis.xrange(key, start, end, count))
+
+
+async def load_turns(redis: Redis, fold: PartitionFold, turn_ids: Iterable[str]) -> None:
+    """Bring the snapshots of those turns the fold does not hold yet into it, in one MGET."""
+    missing = [t for t in turn_ids if t not in fold.turns]
+    if missing:
+        snapshots = await mget(redis, [fold.keys.turn(t) for t in missing])
+        fold.load(dict(zip(missing, snapshots, strict=True)))
 
 
 async def mget(redis: Redis, keys: list[str]) -> list[bytes | None]:

@@ -19,7 +19,7 @@ from events.inbound import AttemptStalled
 from service.applier import PartitionFold
 from service.commit import FIELD
 from service.keys import Keys
-from service.replies import mget, zrange_due
+from service.replies import load_turns, zrange_due
 from service.scripts import script
 from service.settings import Settings
 from statemachines.states import FINAL_STATES
@@ -58,19 +58,13 @@ class StallTimer:
         seconds, micros = await self.redis.time()
         now_ms = seconds * 1000 + micros // 1000
         turn_ids = await zrange_due(self.redis, self.keys.open_turns, now_ms, SCAN_LIMIT)
-        await self._load(turn_ids)
+        await load_turns(self.redis, self.fold, turn_ids)
         appended = 0
         for turn_id in turn_ids:
             turn = self.fold.turns.get(turn_id)
             if turn is not None and turn.state not in FINAL_STATES:
                 appended += await self._stall(turn, now_ms)
         return appended
-
-    async def _load(self, turn_ids: list[str]) -> None:
-        missing = [t for t in turn_ids if t not in self.fold.turns]
-        if missing:
-            snapshots = await mget(self.redis, [self.keys.turn(t) for t in missing])
-            self.fold.load(dict(zip(missing, snapshots, strict=True)))
 
     async def _stall(self, turn: Turn, now_ms: int) -> int:
         position = (turn.turn_id, turn.step, turn.attempt, turn.last_seq + 1)

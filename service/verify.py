@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 
 from service.commit import FIELD, TRANSITIONS_MAXLEN
 from service.keys import Keys
-from service.replies import StreamEntry
+from service.replies import xrange
 
 Value = bytes | tuple[bytes, ...]
 
@@ -93,8 +93,8 @@ async def _streams(
     cap: int,
 ) -> list[str]:
     """`cap` > 0: the streams were written with `MAXLEN ~ cap`."""
-    a = [pick(f) for _, f in cast("list[StreamEntry]", await redis.xrange(key_live))]
-    b = [pick(f) for _, f in cast("list[StreamEntry]", await redis.xrange(key_new))]
+    a = [pick(f) for _, f in await xrange(redis, key_live)]
+    b = [pick(f) for _, f in await xrange(redis, key_new)]
     if cap and max(len(a), len(b)) > cap:
         # `MAXLEN ~` trims at node boundaries, which depend on the ids: compare what both keep.
         keep = min(len(a), len(b))

@@ -20,6 +20,7 @@ from redis.typing import StreamEntry, StreamRangeResponse
 from events.codec import decode_frame, decode_message
 from events.outbound import PersistedMessage, SessionUpdate
 from service.keys import DEFAULT_PREFIX, Keys, keys_for_session
+from service.replies import text
 
 FIELD: Final = b"e"
 REQUEUED_FROM: Final = b"requeued_from"
@@ -124,13 +125,13 @@ async def requeue(redis: Redis, letters: Iterable[DeadLetter]) -> list[str]:
         for letter in letters:
             pipe.xadd(letter.source_stream, {FIELD: letter.raw, REQUEUED_FROM: letter.id})
         ids: Sequence[bytes | str] = await pipe.execute()
-    return [_text(i) for i in ids]
+    return [text(i) for i in ids]
 
 
 def _frame(entry: StreamEntry) -> SessionUpdate:
     entry_id, fields = entry
     frame = decode_frame((fields or {})[FIELD])
-    return msgspec.structs.replace(frame, cursor=_text(entry_id))
+    return msgspec.structs.replace(frame, cursor=text(entry_id))
 
 
 def _letter(partition: int, entry: StreamEntry) -> DeadLetter:
@@ -138,16 +139,12 @@ def _letter(partition: int, entry: StreamEntry) -> DeadLetter:
     fields = fields or {}
     return DeadLetter(
         partition=partition,
-        id=_text(entry_id),
-        source_stream=_text(fields.get(b"source_stream")),
-        source_id=_text(fields.get(b"source_id")),
-        reason=_text(fields.get(b"reason")),
+        id=text(entry_id),
+        source_stream=text(fields.get(b"source_stream")),
+        source_id=text(fields.get(b"source_id")),
+        reason=text(fields.get(b"reason")),
         raw=_bytes(fields.get(b"raw")),
     )
-
-
-def _text(value: bytes | str | None) -> str:
-    return value.decode() if isinstance(value, bytes) else value or ""
 
 
 def _bytes(value: bytes | str | None) -> bytes:

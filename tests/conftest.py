@@ -16,6 +16,7 @@ import pytest
 from redis.asyncio import Redis
 
 from service.embedded import EmbeddedRedis, Fsync
+from service.replay import clear_prefix
 
 StartRedis = Callable[..., EmbeddedRedis]
 
@@ -44,20 +45,8 @@ async def redis(redis_url: str, prefix: str) -> AsyncIterator[Redis]:
     try:
         yield client
     finally:
-        await unlink_prefix(client, prefix)
+        await clear_prefix(client, prefix)
         await client.aclose()
-
-
-async def unlink_prefix(client: Redis, prefix: str) -> None:
-    """UNLINK every key under `prefix:`, found by SCAN (never KEYS, which blocks the server)."""
-    batch: list[bytes] = []
-    async for key in client.scan_iter(match=f"{prefix}:*", count=1000):
-        batch.append(key)
-        if len(batch) >= 1000:
-            await client.unlink(*batch)
-            batch.clear()
-    if batch:
-        await client.unlink(*batch)
 
 
 @pytest.fixture
