@@ -2,6 +2,7 @@
 
     python -m bench.e2e [--events 150000] [--partitions 16] [--json] [--redis-url URL]
                         [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
+                        [--rate EVENTS_PER_S] [--no-latency]
 
 (a) raw: the workload's entries XADDed (pipelined), then drained by XREADGROUP COUNT batch + XACK
     with no processing, one task per partition; (a) and (b) are best of `--repeat` runs;
@@ -59,6 +60,9 @@ async def measure_all(run: Run) -> dict[str, Any]:
     args = run.args
     events = sized(args.seed, args.events, args.deltas)
     report = await environment(run, events)
+    if args.rate:
+        report.update(await latency_phase(run, args.rate), latency_load=None)
+        return report
     report.update(await best_of(args.repeat, "raw_events_per_s", partial(raw_phase, run, events)))
     for w in (1, 2):
         drain = partial(drain_phase, run, events, w)
@@ -145,6 +149,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="extra environment of the workers, e.g. TERMINUS_BLOCK_MS=100 (repeatable)",
     )
     parser.add_argument("--no-latency", action="store_true", help="skip the latency run")
+    parser.add_argument(
+        "--rate", type=float, default=0.0, help="only the latency run, at this many events/s"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     return parser.parse_args(argv)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 
@@ -21,14 +21,13 @@ from events.codec import CodecError, decode_event, sniff_format
 from events.inbound import InboundEvent
 from service.commit import FIELD, Batch
 from service.keys import Keys
+from service.snapshots import TailLedger
 from statemachines.config import CoreConfig
 from statemachines.errors import CoreError
 from statemachines.fold import evolve
 from statemachines.outputs import Outputs
 from statemachines.states import FINAL_STATES, TurnState
 from statemachines.turn import Turn
-
-_SNAPSHOT: Final = msgspec.msgpack.Decoder(Turn)
 
 
 class Entry(NamedTuple):
@@ -63,6 +62,19 @@ class BatchStats:
     dead: int = 0
     frames: int = 0
     dead_reasons: list[str] = field(default_factory=list)
+
+
+def read_entries(ids: list[bytes], payloads: list[bytes | list[bytes]]) -> list[Entry]:
+    """Entries as read.lua and commit.lua return them: a payload is the value of field `e`, or
+    the flat field list of an entry that does not hold exactly that field."""
+    return [
+        Entry(i.decode(), {FIELD: p} if isinstance(p, bytes) else _pairs(p))
+        for i, p in zip(ids, payloads, strict=True)
+    ]
+
+
+def _pairs(flat: list[bytes]) -> dict[bytes, bytes]:
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def entry_ms(entry_id: str) -> int:
@@ -126,26 +138,45 @@ class PartitionFold:
         self.timeouts = timeouts
         self.session_maxlen = session_maxlen
         self.turns: dict[str, Turn | None] = {}
+        self.ledger = TailLedger()
 
     def missing(self, decoded: Iterable[Decoded]) -> list[str]:
         """Turn ids the batch needs whose snapshot is not in memory yet."""
         wanted = {d.event.turn_id for d in decoded if d.event is not None}
         return sorted(wanted - self.turns.keys())
 
-    def load(self, snapshots: Mapping[str, bytes | None]) -> None:
-        """Snapshots by turn id, as stored; None for a turn that has none."""
+    def load(
+        self, snapshots: Mapping[str, bytes | None], tails: Mapping[str, bytes | None] | None = None
+    ) -> None:
+        """Snapshots and their tails by turn id, as stored (service/snapshots.py); None for a
+        turn that has none."""
+        tails = tails or {}
         for turn_id, raw in snapshots.items():
-            self.turns[turn_id] = None if raw is None else _SNAPSHOT.decode(raw)
+            tail = tails.get(turn_id)
+            self.turns[turn_id] = None if raw is None else self.ledger.load(raw, tail)
+
+    def snapshot_keys(self, turn_ids: list[str]) -> list[str]:
+        """What to MGET for `loaded`: the turns' snapshots, then their tails."""
+        return [self.keys.turn(t) for t in turn_ids] + [self.keys.tail(t) for t in turn_ids]
+
+    def loaded(self, turn_ids: list[str], found: list[bytes | None]) -> None:
+        """Take the MGET reply of `snapshot_keys(turn_ids)`."""
+        n = len(turn_ids)
+        self.load(
+            dict(zip(turn_ids, found[:n], strict=True)), dict(zip(turn_ids, found[n:], strict=True))
+        )
 
     def forget(self) -> None:
         """Drop every turn: after a failed or uncertain commit, memory may be ahead of Redis."""
         self.turns.clear()
+        self.ledger.forget()
 
     def settle(self) -> None:
         """After a commit: final turns leave memory (their snapshots answer late events)."""
         final = [t for t, turn in self.turns.items() if turn is None or turn.state in FINAL_STATES]
         for turn_id in final:
             del self.turns[turn_id]
+            self.ledger.forget(turn_id)
 
     def apply(self, decoded: list[Decoded]) -> tuple[Batch, BatchStats]:
         """Fold the batch; the Batch writes its outputs, snapshots and dead letters, acks all."""
@@ -200,7 +231,7 @@ class PartitionFold:
             turn = self.turns[turn_id]
             assert turn is not None
             deadline = deadline_ms(turn, last_ms, self.timeouts) if last_ms else None
-            run.batch.add_turn(self.keys, turn, deadline)
+            run.batch.add_turn(self.keys, turn, deadline, self.ledger.store(turn))
 
 
 @dataclass

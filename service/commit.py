@@ -4,7 +4,8 @@ A `Batch` collects everything one read batch produced: session frames, turn snap
 persisted messages, partial records, producer commands, dead letters and the inbound entry ids
 to XACK. `commit` sends it as a single EVALSHA of `service/lua/commit.lua`, whose header
 documents the argument encoding: KEYS are the lease, the inbound stream and every written key
-once; ARGV is the lease value, the group, the ack ids, then a flat op list. The script writes
+once; ARGV is the lease value, the group, the consumer, how many entries to read next, and the
+acks and ops packed in one MessagePack array. The script writes
 everything and acks, or, when the lease no longer holds the caller's value, nothing at all.
 
 Entry layout: frames, commands and transitions carry one field, `e`, holding JSON bytes (as
@@ -23,12 +24,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+import msgspec
 from redis.asyncio import Redis
 
 from events.codec import encode_json, encode_msgpack
 from events.outbound import SessionUpdate
 from service.keys import GROUP, Keys
 from service.scripts import script
+from service.snapshots import Stored
 from statemachines.outputs import Outputs
 from statemachines.states import FINAL_STATES
 from statemachines.turn import Turn
@@ -36,6 +39,7 @@ from statemachines.turn import Turn
 FIELD: Final = b"e"
 UNCAPPED: Final = 0
 TRANSITIONS_MAXLEN: Final = 100_000
+_pack = msgspec.msgpack.Encoder().encode
 
 Value = bytes | str | int
 Op = tuple[str, str, tuple[Value, ...]]  # opcode of commit.lua, key, operands
@@ -98,10 +102,18 @@ class Batch:
         for transition in outputs.transitions:
             self._xadd("X", keys.transitions, TRANSITIONS_MAXLEN, {FIELD: encode_json(transition)})
 
-    def add_turn(self, keys: Keys, turn: Turn, deadline_ms: int | None = None) -> None:
-        """Store the snapshot; an open turn is listed under `deadline_ms` (None: keep its score),
-        a final one unlisted."""
-        self.ops.append(("S", keys.turn(turn.turn_id), (encode_msgpack(turn),)))
+    def add_turn(
+        self, keys: Keys, turn: Turn, deadline_ms: int | None = None, stored: Stored | None = None
+    ) -> None:
+        """Store the snapshot (whole, or as `stored` plans it: see service/snapshots.py); an
+        open turn is listed under `deadline_ms` (None: keep its score), a final one unlisted."""
+        stored = stored or Stored(encode_msgpack(turn), drop_tail=True)
+        self.ops.append(("S", keys.turn(turn.turn_id), (stored.base,)))
+        if stored.tail is not None:
+            op = "A" if stored.append else "S"
+            self.ops.append((op, keys.tail(turn.turn_id), (stored.tail,)))
+        elif stored.drop_tail:
+            self.ops.append(("D", keys.tail(turn.turn_id), ()))
         if turn.state in FINAL_STATES:
             self.ops.append(("R", keys.open_turns, (turn.turn_id,)))
         elif deadline_ms is not None:
@@ -125,17 +137,43 @@ class Batch:
         self.ops.append((op, key, (maxlen, len(fields), *pairs)))
 
 
-def encode(batch: Batch, keys: Keys, lease_value: str) -> tuple[list[str], list[Value]]:
-    """KEYS and ARGV of commit.lua for `batch`: each key listed once, ops pointing at it."""
+def encode(
+    batch: Batch, keys: Keys, lease_value: str, consumer: str = "", read: int = 0
+) -> tuple[list[str], list[Value]]:
+    """KEYS and ARGV of commit.lua for `batch`, then a read of up to `read` new entries for
+    `consumer`: each key listed once, ops pointing at it, all ops and acks in one MessagePack
+    array (see the script's header)."""
     names = [keys.lease, keys.inbound]
     index: dict[str, int] = {}
-    args: list[Value] = [lease_value, GROUP, len(batch.acks), *batch.acks]
+    ops: list[list[Value | msgspec.Raw]] = []
     for op, key, operands in batch.ops:
-        if key not in index:
+        k = index.get(key)
+        if k is None:
             names.append(key)
-            index[key] = len(names)  # Lua's KEYS is 1-based
-        args.extend((op, index[key], *operands))
-    return names, args
+            k = index[key] = len(names)  # Lua's KEYS is 1-based
+        if op == "F" or op == "X":  # the field count is implied by the array's length
+            ops.append([op, k, str(operands[0]), *map(_packable, operands[2:])])
+        else:
+            ops.append([op, k, *map(_packable, operands)])
+    blob = _pack([batch.acks, ops]) if ops or batch.acks else b""
+    return names, [lease_value, GROUP, consumer, read, blob]
+
+
+def _packable(value: Value) -> Value | msgspec.Raw:
+    """As cmsgpack reads it: byte strings as msgpack str (it has no bin type), ints as text."""
+    if type(value) is bytes:
+        return msgspec.Raw(_str_header(len(value)) + value)
+    return str(value) if type(value) is int else value
+
+
+def _str_header(n: int) -> bytes:
+    if n < 32:
+        return bytes((0xA0 | n,))
+    if n < 0x100:
+        return bytes((0xD9, n))
+    if n < 0x10000:
+        return b"\xda" + n.to_bytes(2, "big")
+    return b"\xdb" + n.to_bytes(4, "big")
 
 
 async def commit_ids(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -> list[str] | None:
@@ -144,7 +182,7 @@ async def commit_ids(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -
     result = await script(redis, "commit")(keys=names, args=args)
     if not isinstance(result, list):
         return None
-    return [i.decode() if isinstance(i, bytes) else str(i) for i in result]
+    return [i.decode() if isinstance(i, bytes) else str(i) for i in result[0]]
 
 
 async def commit(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -> bool:

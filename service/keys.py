@@ -8,6 +8,7 @@ slot; `prefix` defaults to `terminus` and lets replay build projections beside t
     {prefix}:{p}:commands           retry_scheduled / compaction_required (stream)
     {prefix}:{p}:dead               dead letters (stream)
     {prefix}:{p}:turn:<tid>         turn snapshot (string, msgpack), kept once final
+    {prefix}:{p}:tail:<tid>         text of the snapshot's open attempt (string, JSON lines)
     {prefix}:{p}:messages:<sid>     persisted messages of a session (hash message_id -> JSON)
     {prefix}:{p}:msgorder:<sid>     commit order of those messages (sorted set, score = entry ms)
     {prefix}:{p}:partials:<sid>     partial records of a session (hash turn_id -> JSON)
@@ -79,6 +80,9 @@ class Keys:
 
     def turn(self, turn_id: str) -> str:
         return f"{self.root}:turn:{turn_id}"
+
+    def tail(self, turn_id: str) -> str:
+        return f"{self.root}:tail:{turn_id}"
 
     def messages(self, session_id: str) -> str:
         return f"{self.root}:messages:{session_id}"

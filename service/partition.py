@@ -1,11 +1,12 @@
-"""The owner of one partition at one lease epoch: drain, read, fold, commit, repeat.
+"""The owner of one partition at one lease epoch: its fold, its place in the log, its next step.
 
 Order of work (DESIGN section 5): on taking the partition, claim and apply every pending entry
 (a crashed owner's unacked batch) before reading new ones, so no turn ever sees a later event
-before an earlier one. Reads and commits are fenced by the lease in their Lua scripts; a lost
-lease ends the owner at its next Redis call. After a connection error the outcome of the last
-commit is unknown, so memory is dropped and the owner starts over from the drain: what was
-committed is in the snapshots and acked, what was not is still pending.
+before an earlier one. Then the worker's `Pump` steps every owner it holds: read a batch, fold
+it, commit it together with the read of the next one. Reads and commits are fenced by the lease
+in their Lua scripts; a lost lease ends the owner. After a connection error the outcome of the
+last commit is unknown, so memory is dropped, a new epoch taken and the owner starts over from
+the drain: what was committed is in the snapshots and acked, what was not is still pending.
 """
 
 from __future__ import annotations
@@ -21,8 +22,16 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from service.applier import BatchStats, Entry, PartitionFold, Timeouts, decode_entries
-from service.commit import LeaseLost, commit_ids
+from service.applier import (
+    BatchStats,
+    Decoded,
+    Entry,
+    PartitionFold,
+    Timeouts,
+    decode_entries,
+    read_entries,
+)
+from service.commit import Batch, LeaseLost, Value, commit_ids, encode
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
 from service.replies import load_turns, text
@@ -35,9 +44,11 @@ log = logging.getLogger("terminus.partition")
 TRANSIENT: Final = (RedisConnectionError, RedisTimeoutError, OSError)
 START: Final = "0-0"
 
+Call = tuple[str, list[str], list[Value]]  # a script's name, KEYS and ARGV
+
 
 class PartitionOwner:
-    """Runs one partition for `worker_id` while its lease holds `epoch`."""
+    """One partition for `worker_id` while its lease holds `epoch`; stepped by a `Pump`."""
 
     def __init__(
         self, redis: Redis, settings: Settings, partition: int, worker_id: str, epoch: int
@@ -53,30 +64,54 @@ class PartitionOwner:
         self.fold = PartitionFold(self.keys, settings.core(), timeouts, settings.session_maxlen)
         self.stalls = StallTimer(redis, self.keys, self.lease, self.fold, settings)
         self.totals = BatchStats()
-        self._stopping = asyncio.Event()
+        self.batch: Batch | None = None  # folded, not committed yet
+        self.stats = BatchStats()  # of `batch`
+        self.ready = False  # the log may hold entries this owner has not read
+        self.tail = START  # the last entry id seen: a wait for new entries starts after it
+        self.fresh = True  # the group and the drain come first
+        self.uncertain = False  # a connection broke: a new epoch before anything else
+        self.stopping = False
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
     def partition(self) -> int:
         return self.keys.partition
 
     def stop(self) -> None:
-        """Finish the batch in hand, then return from `run`."""
-        self._stopping.set()
+        """Commit the batch in hand, then end."""
+        self.stopping = True
 
-    async def run(self) -> None:
-        """Own the partition until stopped or the lease is lost (raises `LeaseLost`)."""
-        uncertain = False
-        while not self._stopping.is_set():
-            try:
-                if uncertain:
-                    await self._refence()
-                    uncertain = False
-                await self._own()
-            except TRANSIENT as exc:
-                log.warning("partition %s: %r; starting over", self.partition, exc)
-                self.fold.forget()
-                uncertain = True
-                await self._pause(0.2)
+    def end(self, error: BaseException | None = None) -> None:
+        """The owner is done: stopped (None) or failed (`LeaseLost`, a bug)."""
+        if self.ended.done():
+            return
+        if error is None:
+            self.ended.set_result(None)
+        else:
+            self.ended.set_exception(error)
+            self.ended.exception()  # the worker reaps it; never "exception was never retrieved"
+
+    @property
+    def done(self) -> bool:
+        return self.ended.done()
+
+    def lost_connection(self, exc: BaseException) -> None:
+        """A request failed on the wire: memory may be ahead of Redis, start over."""
+        if not self.uncertain:
+            log.warning("partition %s: %r; starting over", self.partition, exc)
+        self.fold.forget()
+        self.batch = None
+        self.fresh = self.uncertain = True
+
+    async def start(self) -> None:
+        """A new epoch if the last connection broke, the consumer group, then the drain."""
+        if self.uncertain:
+            await self._refence()
+            self.uncertain = False
+        with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
+            await self.redis.xgroup_create(self.keys.inbound, GROUP, id=START, mkstream=True)
+        await self.drain()
+        self.fresh, self.ready = False, True
 
     async def _refence(self) -> None:
         """A new epoch before starting over: a request still in flight on the broken connection
@@ -86,23 +121,6 @@ class PartitionOwner:
             raise LeaseLost(self.partition, self.lease)
         self.epoch, self.lease = epoch, lease_value(self.consumer, epoch)
         self.stalls.lease = self.lease
-
-    async def _own(self) -> None:
-        await self._ensure_group()
-        await self.drain()
-        while not self._stopping.is_set():
-            entries, tail = await self._read()
-            if entries:
-                await self.process(entries)
-            if len(entries) < self.settings.batch_size:
-                # A short batch took all there was: wait from its last entry rather than
-                # spend a read call to learn that nothing is left.
-                await self._wait(entries[-1].id if entries else tail)
-            await self.stalls.tick()
-
-    async def _ensure_group(self) -> None:
-        with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
-            await self.redis.xgroup_create(self.keys.inbound, GROUP, id=START, mkstream=True)
 
     async def drain(self) -> None:
         """Claim and apply every pending entry of the partition, oldest first."""
@@ -117,46 +135,62 @@ class PartitionOwner:
             if entries:
                 await self.process(entries)
             start = text(next_start)
-            if start == START or self._stopping.is_set():
+            if start == START or self.stopping:
                 return
-
-    async def _read(self) -> tuple[list[Entry], str]:
-        rows, tail = await self._call("read", self.settings.batch_size)
-        return [_entry(row, {}) for row in rows], text(tail)
-
-    async def _wait(self, tail: str) -> None:
-        """Block until the log grows past `tail` or the block time ends; changes nothing."""
-        if self._stopping.is_set():
-            return
-        block = self.settings.block_ms
-        reading = asyncio.ensure_future(self.redis.xread({self.keys.inbound: tail}, 1, block))
-        stopping = asyncio.ensure_future(self._stopping.wait())
-        await asyncio.wait((reading, stopping), return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
-        if not reading.done():
-            reading.cancel()
-            with contextlib.suppress(asyncio.CancelledError, *TRANSIENT):
-                await reading
-        else:
-            reading.result()
 
     async def process(self, entries: Sequence[Entry]) -> BatchStats:
         """Fold a batch and commit it with the acks of all its entries, or raise `LeaseLost`."""
-        decoded = decode_entries(entries, self.settings.max_deliveries)
+        decoded = self.decode(entries)
         await load_turns(self.redis, self.fold, self.fold.missing(decoded))
-        batch, stats = self.fold.apply(decoded)
+        self.fold_batch(decoded)
+        assert self.batch is not None
         try:
-            ids = await commit_ids(self.redis, self.keys, self.lease, batch)
+            ids = await commit_ids(self.redis, self.keys, self.lease, self.batch)
         except BaseException:
             self.fold.forget()
+            self.batch = None
             raise
         if ids is None:
             self.fold.forget()
             raise LeaseLost(self.partition, self.lease)
+        stats = self.stats
+        self.committed()
+        return stats
+
+    def decode(self, entries: Sequence[Entry]) -> list[Decoded]:
+        return decode_entries(entries, self.settings.max_deliveries)
+
+    def fold_batch(self, decoded: list[Decoded]) -> None:
+        """Fold decoded entries (their turns loaded) into the batch to commit next."""
+        self.batch, self.stats = self.fold.apply(decoded)
+
+    def step_call(self) -> Call:
+        """The next request: commit the batch in hand and read the next, or only read."""
+        count = 0 if self.stopping else self.settings.batch_size
+        if self.batch is None:
+            return "read", [self.keys.lease, self.keys.inbound], [*self._fence(), count]
+        names, args = encode(self.batch, self.keys, self.lease, self.consumer, count)
+        return "commit", names, args
+
+    def stepped(self, reply: Any) -> list[Entry]:
+        """Take the reply of `step_call`'s request; returns the entries it read."""
+        if reply == 0:
+            self.fold.forget()
+            raise LeaseLost(self.partition, self.lease)
+        if self.batch is not None:
+            self.committed()
+            reply = reply[1:]
+        ids, payloads, tail = reply
+        entries = read_entries(ids, payloads)
+        self.tail = entries[-1].id if entries else text(tail) or self.tail
+        self.ready = bool(entries)
+        return entries
+
+    def committed(self) -> None:
         self.fold.settle()
         self.stalls.committed()
-        self._count(stats)
-        return stats
+        self.batch = None
+        self._count(self.stats)
 
     def _count(self, stats: BatchStats) -> None:
         self.totals.applied += stats.applied
@@ -166,22 +200,19 @@ class PartitionOwner:
         for reason in stats.dead_reasons:
             log.warning("partition %s: dead letter: %s", self.partition, reason)
 
-    async def _call(self, name: str, *args: Any) -> Any:
+    def _fence(self) -> list[Value]:
+        return [self.lease, GROUP, self.consumer]
+
+    async def _call(self, name: str, *args: Value) -> Any:
         keys = [self.keys.lease, self.keys.inbound]
-        reply = await script(self.redis, name)(
-            keys=keys, args=[self.lease, GROUP, self.consumer, *args]
-        )
+        reply = await script(self.redis, name)(keys=keys, args=[*self._fence(), *args])
         if reply == 0:
             raise LeaseLost(self.partition, self.lease)
         return reply
 
-    async def _pause(self, seconds: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), seconds)
-
 
 def _entry(row: list[Any], deliveries: dict[str, int]) -> Entry:
-    """An entry from a script reply: [id, [f1, v1, ...]], fields false if deleted."""
+    """An entry from claim.lua's reply: [id, [f1, v1, ...]], fields false if deleted."""
     entry_id = text(row[0])
     flat = row[1] if len(row) > 1 else None
     fields = dict(zip(flat[::2], flat[1::2], strict=True)) if flat else None

@@ -34,8 +34,7 @@ async def load_turns(redis: Redis, fold: PartitionFold, turn_ids: Iterable[str])
     """Bring the snapshots of those turns the fold does not hold yet into it, in one MGET."""
     missing = [t for t in turn_ids if t not in fold.turns]
     if missing:
-        snapshots = await mget(redis, [fold.keys.turn(t) for t in missing])
-        fold.load(dict(zip(missing, snapshots, strict=True)))
+        fold.loaded(missing, await mget(redis, fold.snapshot_keys(missing)))
 
 
 async def mget(redis: Redis, keys: list[str]) -> list[bytes | None]:

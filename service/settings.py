@@ -39,6 +39,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     partitions: int = 16
     batch_size: int = 512
     block_ms: int = 1000
+    lanes: int = 2
     lease_ttl_ms: int = 10_000
     stall_timeout_ms: int = 60_000
     tool_timeout_ms: int = 600_000
@@ -63,6 +64,7 @@ _INTS = {
     "TERMINUS_PARTITIONS": "partitions",
     "TERMINUS_BATCH_SIZE": "batch_size",
     "TERMINUS_BLOCK_MS": "block_ms",
+    "TERMINUS_LANES": "lanes",
     "TERMINUS_LEASE_TTL_MS": "lease_ttl_ms",
     "TERMINUS_STALL_TIMEOUT_MS": "stall_timeout_ms",
     "TERMINUS_TOOL_TIMEOUT_MS": "tool_timeout_ms",

@@ -47,6 +47,10 @@ class StallTimer:
         if len(self._sent) > 10_000:
             self._sent.clear()
 
+    def due_in(self) -> float:
+        """Seconds until the next scan is due (0 if it is)."""
+        return max(0.0, self._next_scan - time.monotonic())
+
     async def tick(self) -> int:
         """Scan if the interval has passed; returns how many stalls were appended."""
         if time.monotonic() < self._next_scan:

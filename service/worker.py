@@ -23,6 +23,7 @@ from service.keys import control_channel
 from service.leases import Leases
 from service.membership import assigned, heartbeat
 from service.partition import TRANSIENT, PartitionOwner
+from service.pump import Pump
 from service.settings import Settings
 
 log = logging.getLogger("terminus.worker")
@@ -41,9 +42,13 @@ class Worker:
         self.settings = settings
         self.worker_id = worker_id or new_worker_id()
         self.leases = Leases(redis, settings.prefix)
-        self.owners: dict[int, tuple[PartitionOwner, asyncio.Task[None]]] = {}
+        self.owners: dict[int, PartitionOwner] = {}
+        # Lanes: pumps stepping disjoint sets of partitions, so that one folds while Redis
+        # runs another's commits (one lane alternates between the two, and each waits).
+        self.pumps = [Pump(redis, settings) for _ in range(settings.lanes)]
         self._nudged = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._stopped = asyncio.Event()
         self._lock = asyncio.Lock()  # a tick and `stop` never move the same partition twice
 
     @property
@@ -55,19 +60,27 @@ class Worker:
         self._nudged.set()
 
     async def run(self) -> None:
-        """Tick until `stop`; Redis errors are logged and the next tick tries again."""
+        """Tick until `stop`, the owned partitions pumped meanwhile; Redis errors are logged
+        and the next tick tries again."""
         interval = self.settings.lease_ttl_ms / 3000
         first = True
-        while not self._stopping.is_set():
-            try:
-                await self.tick()
-                if first:
-                    await self._announce()
-                    first = False
-            except TRANSIENT as exc:
-                log.warning("worker %s: %s", self.worker_id, exc)
-            self._reap()
-            await self._sleep(interval)
+        pumping = [asyncio.create_task(p.run(), name=f"pump-{n}") for n, p in enumerate(self.pumps)]
+        try:
+            while not self._stopping.is_set():
+                try:
+                    await self.tick()
+                    if first:
+                        await self._announce()
+                        first = False
+                except TRANSIENT as exc:
+                    log.warning("worker %s: %s", self.worker_id, exc)
+                self._reap()
+                await self._sleep(interval)
+            await self._stopped.wait()  # `stop` retires the owners through the pump
+        finally:
+            for pump in self.pumps:
+                pump.stop()
+            await asyncio.gather(*pumping)
 
     async def tick(self) -> None:
         """One round of heartbeat and rebalance."""
@@ -98,36 +111,36 @@ class Worker:
         if epoch is None:
             return  # still held by its previous owner; it expires or is released soon
         owner = PartitionOwner(self.redis, self.settings, partition, self.worker_id, epoch)
-        task = asyncio.create_task(owner.run(), name=f"partition-{partition}")
-        self.owners[partition] = (owner, task)
+        self.owners[partition] = owner
+        self._pump(partition).add(owner)
         log.info("worker %s took partition %s at epoch %s", self.worker_id, partition, epoch)
 
     async def _renew(self, partition: int) -> None:
-        owner, task = self.owners[partition]
+        owner = self.owners[partition]
         # The owner's epoch, not the one it started with: it takes a new one after a
         # connection error (`PartitionOwner._refence`).
         if not await self.leases.renew(partition, self.worker_id, owner.epoch, self._ttl):
             log.warning("worker %s lost partition %s", self.worker_id, partition)
-            owner.stop()
-            task.cancel()
+            self._pump(partition).drop(partition)
             del self.owners[partition]
 
     async def _give_up(self, partition: int) -> None:
-        owner, task = self.owners.pop(partition)
-        owner.stop()
-        with contextlib.suppress(LeaseLost, asyncio.CancelledError, *TRANSIENT):
-            await task
+        owner = self.owners.pop(partition)
+        await self._pump(partition).retire(partition)
         with contextlib.suppress(*TRANSIENT):
             await self.leases.release(partition, self.worker_id, owner.epoch)
         log.info("worker %s released partition %s", self.worker_id, partition)
 
+    def _pump(self, partition: int) -> Pump:
+        return self.pumps[partition % len(self.pumps)]
+
     def _reap(self) -> None:
         """Forget owners that ended on their own (lease lost, or a bug: logged)."""
-        for partition, (_, task) in list(self.owners.items()):
-            if task.done():
+        for partition, owner in list(self.owners.items()):
+            if owner.done:
                 del self.owners[partition]
-                if not task.cancelled() and task.exception() is not None:
-                    exc = task.exception()
+                exc = owner.ended.exception()
+                if exc is not None:
                     level = logging.INFO if isinstance(exc, LeaseLost) else logging.ERROR
                     log.log(level, "partition %s ended: %r", partition, exc)
 
@@ -150,3 +163,4 @@ class Worker:
         with contextlib.suppress(*TRANSIENT):
             await heartbeat(self.redis, self.settings.prefix, self.worker_id, 0)
         await self._announce()
+        self._stopped.set()

@@ -1,9 +1,11 @@
 --[[
-Commit one batch of a partition: every write and the XACK of its entries, or nothing at all.
+Commit one batch of a partition: every write and the XACK of its entries, or nothing at all;
+then, if asked, read the next batch in the same call.
 
 Race closed: a worker whose lease expired, and was then taken by another worker with a higher
 epoch, must never write (DESIGN invariant 7). Checking the lease inside the same script as the
-writes leaves no gap in which the lease could change hands.
+writes leaves no gap in which the lease could change hands. The read that follows is fenced by
+the same check (see read.lua).
 
 KEYS[1]      the partition's lease
 KEYS[2]      the partition's inbound stream
@@ -11,40 +13,36 @@ KEYS[3..]    every key the ops write, each listed once (all carry the partition'
 
 ARGV[1]      the lease value the caller holds, "<worker_id>:<epoch>"
 ARGV[2]      the consumer group
-ARGV[3]      n, the number of inbound entry ids to XACK; ARGV[4 .. 3+n] are those ids
-ARGV[4+n ..] ops, each an opcode, an index k into KEYS, then its operands:
-  F k maxlen m f1 v1 .. fm vm   XADD KEYS[k] MAXLEN ~ maxlen * f1 v1 ..; its id is returned
-  X k maxlen m f1 v1 .. fm vm   the same, its id not returned; maxlen 0 means uncapped
-  S k value                     SET KEYS[k] value
-  D k                           DEL KEYS[k]
-  H k field value               HSET KEYS[k] field value
-  Z k score member              ZADD KEYS[k] score member
-  N k score member              ZADD KEYS[k] NX score member (keeps the first score)
-  R k member                    ZREM KEYS[k] member
+ARGV[3]      the consumer (the caller's worker id)
+ARGV[4]      how many entries to read after the commit (0: none)
+ARGV[5]      the batch, one MessagePack array {acks, ops} ('' for none): acks are the inbound
+             entry ids to XACK, each op an array of an opcode, an index k into KEYS, operands:
+  {F, k, maxlen, f1, v1, ..}   XADD KEYS[k] MAXLEN ~ maxlen * f1 v1 ..; its id is returned
+  {X, k, maxlen, f1, v1, ..}   the same, its id not returned; maxlen '0' means uncapped
+  {S, k, value}                SET KEYS[k] value
+  {A, k, value}                APPEND value to KEYS[k]
+  {D, k}                       DEL KEYS[k]
+  {H, k, field, value}         HSET KEYS[k] field value
+  {Z, k, score, member}        ZADD KEYS[k] score member
+  {N, k, score, member}        ZADD KEYS[k] NX score member (keeps the first score)
+  {R, k, member}               ZREM KEYS[k] member
+One array instead of thousands of ARGV values: the client packs it in C (msgspec) and the
+script unpacks it in C (cmsgpack); numbers travel as strings, byte strings as msgpack str.
 
-Returns 0 when the lease does not hold ARGV[1] (nothing written, nothing acked); otherwise the
-ids of the F ops in order. Redis does not roll a script back when a command fails halfway, so
-every op and key type is checked before the first write.
+Returns 0 when the lease does not hold ARGV[1] (nothing written, nothing acked, nothing read);
+otherwise {ids of the F ops in order, then the read's ids, payloads and tail (next_entries)}.
+Redis does not roll a script back when a command fails halfway, so every op and key type is
+checked before the first write.
 ]]
-
+--!include next_entries
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 
-local ARITY = {S = 1, D = 0, H = 2, Z = 2, N = 2, R = 1}
+local SIZE = {S = 3, A = 3, D = 2, H = 4, Z = 4, N = 4, R = 3}
 local WANTS = {
-  F = 'stream', X = 'stream', S = 'string', H = 'hash', Z = 'zset', N = 'zset', R = 'zset',
+  F = 'stream', X = 'stream', S = 'string', A = 'string', H = 'hash', Z = 'zset', N = 'zset', R = 'zset',
 }
-local acks = tonumber(ARGV[3])
-local first_op = 4 + acks
-
-local function op_size(i)
-  local op = ARGV[i]
-  if op == 'F' or op == 'X' then
-    return 4 + 2 * tonumber(ARGV[i + 3])
-  end
-  return ARITY[op] and 2 + ARITY[op]
-end
 
 local function type_problem(key, wanted)
   local found = redis.call('TYPE', key)['ok']
@@ -54,76 +52,75 @@ local function type_problem(key, wanted)
 end
 
 -- Walks the ops without writing; returns why the batch cannot be written, or nil.
-local function problem()
+local function problem(ops)
   local checked = {[KEYS[2]] = true}
   local bad = type_problem(KEYS[2], 'stream')
-  local i = first_op
-  while not bad and i <= #ARGV do
-    local key, size = KEYS[tonumber(ARGV[i + 1])], op_size(i)
-    if not key or not size then
-      return 'malformed op at ARGV[' .. i .. ']'
+  for n, op in ipairs(ops) do
+    if bad then
+      return bad
     end
-    local wanted = WANTS[ARGV[i]]
+    local code, key = op[1], KEYS[tonumber(op[2])]
+    local size = SIZE[code]
+    local fits = size == #op or (WANTS[code] == 'stream' and #op >= 5 and #op % 2 == 1)
+    if not key or not WANTS[code] and code ~= 'D' or not fits then
+      return 'malformed op ' .. n
+    end
+    local wanted = WANTS[code]
     if wanted and not checked[key] then
       checked[key] = true
       bad = type_problem(key, wanted)
     end
-    i = i + size
-  end
-  if not bad and i ~= #ARGV + 1 then
-    return 'truncated op list'
   end
   return bad
 end
 
-local function xadd(i, ids)
-  local args = {'XADD', KEYS[tonumber(ARGV[i + 1])]}
-  if ARGV[i + 2] ~= '0' then
-    args[#args + 1] = 'MAXLEN'
-    args[#args + 1] = '~'
-    args[#args + 1] = ARGV[i + 2]
-  end
-  args[#args + 1] = '*'
-  for j = i + 4, i + 3 + 2 * tonumber(ARGV[i + 3]) do
-    args[#args + 1] = ARGV[j]
-  end
-  local id = redis.call(unpack(args))
-  if ARGV[i] == 'F' then
-    ids[#ids + 1] = id
-  end
-end
-
-local function apply(i, ids)
-  local op, key = ARGV[i], KEYS[tonumber(ARGV[i + 1])]
-  if op == 'F' or op == 'X' then
-    xadd(i, ids)
-  elseif op == 'S' then
-    redis.call('SET', key, ARGV[i + 2])
-  elseif op == 'D' then
+local function apply(op, ids)
+  local code, key = op[1], KEYS[tonumber(op[2])]
+  if code == 'F' or code == 'X' then
+    local id
+    if op[3] == '0' then
+      id = redis.call('XADD', key, '*', unpack(op, 4))
+    else
+      id = redis.call('XADD', key, 'MAXLEN', '~', op[3], '*', unpack(op, 4))
+    end
+    if code == 'F' then
+      ids[#ids + 1] = id
+    end
+  elseif code == 'S' then
+    redis.call('SET', key, op[3])
+  elseif code == 'A' then
+    redis.call('APPEND', key, op[3])
+  elseif code == 'D' then
     redis.call('DEL', key)
-  elseif op == 'H' then
-    redis.call('HSET', key, ARGV[i + 2], ARGV[i + 3])
-  elseif op == 'Z' then
-    redis.call('ZADD', key, ARGV[i + 2], ARGV[i + 3])
-  elseif op == 'N' then
-    redis.call('ZADD', key, 'NX', ARGV[i + 2], ARGV[i + 3])
+  elseif code == 'H' then
+    redis.call('HSET', key, op[3], op[4])
+  elseif code == 'Z' then
+    redis.call('ZADD', key, op[3], op[4])
+  elseif code == 'N' then
+    redis.call('ZADD', key, 'NX', op[3], op[4])
   else
-    redis.call('ZREM', key, ARGV[i + 2])
+    redis.call('ZREM', key, op[3])
   end
 end
 
-local bad = problem()
-if bad then
-  return redis.error_reply('terminus commit: ' .. bad)
-end
 local ids = {}
-local i = first_op
-while i <= #ARGV do
-  apply(i, ids)
-  i = i + op_size(i)
+if ARGV[5] ~= '' then
+  local batch = cmsgpack.unpack(ARGV[5])
+  local acks, ops = batch[1], batch[2]
+  local bad = problem(ops)
+  if bad then
+    return redis.error_reply('terminus commit: ' .. bad)
+  end
+  for _, op in ipairs(ops) do
+    apply(op, ids)
+  end
+  -- XACK in slices: Lua's unpack cannot spread more than a few thousand values.
+  for first = 1, #acks, 1000 do
+    redis.call('XACK', KEYS[2], ARGV[2], unpack(acks, first, math.min(first + 999, #acks)))
+  end
 end
--- XACK in slices: Lua's unpack cannot spread more than a few thousand values.
-for first = 4, 3 + acks, 1000 do
-  redis.call('XACK', KEYS[2], ARGV[2], unpack(ARGV, first, math.min(first + 999, 3 + acks)))
+if tonumber(ARGV[4]) > 0 then
+  local read = next_entries(ARGV[4])
+  return {ids, read[1], read[2], read[3]}
 end
-return ids
+return {ids, {}, {}, ''}

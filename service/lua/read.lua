@@ -9,17 +9,10 @@ so the caller waits with a plain XREAD (which changes nothing) and then calls th
 
 KEYS[1] lease, KEYS[2] inbound stream
 ARGV[1] lease value "<worker>:<epoch>", ARGV[2] group, ARGV[3] consumer, ARGV[4] count
-Returns 0 if the lease is not ARGV[1]; else {entries, tail}: the entries as XREADGROUP gives
-them, and, when there are none, the id of the stream's last entry ('0-0' if empty), from which
-the caller's XREAD waits without missing an entry added in between.
+Returns 0 if the lease is not ARGV[1]; else {ids, payloads, tail} as `next_entries` documents.
 ]]
+--!include next_entries
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-local reply = redis.call('XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', ARGV[4],
-  'STREAMS', KEYS[2], '>')
-if reply then
-  return {reply[1][2], ''}
-end
-local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
-return {{}, last[1] and last[1][1] or '0-0'}
+return next_entries(ARGV[4])

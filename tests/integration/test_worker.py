@@ -35,6 +35,7 @@ from service.leases import Leases, lease_value
 from service.membership import assigned
 from service.partition import PartitionOwner
 from service.producer import Producer
+from service.pump import Pump
 from service.scripts import script
 from service.settings import Settings
 from service.views import dead_letters, session_messages, session_updates
@@ -185,8 +186,11 @@ async def test_a_stale_lease_reads_claims_and_appends_nothing(redis: Redis, pref
 
     assert await script(redis, "read")(keys=fenced, args=[stale, GROUP, "worker-a", 10]) == 0
     assert await pending(redis, keys) == 0
-    rows, _ = await script(redis, "read")(keys=fenced, args=[current, GROUP, "worker-b", 10])
-    assert [_text(row[0]) for row in rows] == ids
+    read_ids, payloads, _ = await script(redis, "read")(
+        keys=fenced, args=[current, GROUP, "worker-b", 10]
+    )
+    assert [_text(i) for i in read_ids] == ids
+    assert payloads == [b"x"] * 3
 
     claim_args: list[Arg] = [stale, GROUP, "worker-a", "0-0", 10]
     assert await script(redis, "claim")(keys=fenced, args=claim_args) == 0
@@ -206,8 +210,16 @@ async def test_an_owner_whose_lease_moved_on_stops_before_reading(
     assert await leases.release(keys.partition, "worker-a", 1)
     assert await leases.acquire(keys.partition, "worker-b", 10_000) == 2
     owner = PartitionOwner(redis, settings_for(prefix), keys.partition, "worker-a", 1)
-    with pytest.raises(LeaseLost):
-        await owner.run()
+    pump = Pump(redis, settings_for(prefix))
+    pump.add(owner)
+    pumping = asyncio.create_task(pump.run())
+    try:
+        with pytest.raises(LeaseLost):
+            await asyncio.wait_for(owner.ended, DEADLINE_S)
+        assert pump.owners == {}
+    finally:
+        pump.stop()
+        await pumping
     assert await pending(redis, keys) == 0
     assert await snapshot(redis, prefix, "t-1") is None
 
@@ -272,8 +284,8 @@ async def test_a_dead_owner_s_batch_is_applied_by_the_next_owner_once_its_lease_
     assert await Leases(redis, prefix).acquire(keys.partition, "worker-dead", 300) == 1
     fenced = [keys.lease, keys.inbound]
     args: list[Arg] = [lease_value("worker-dead", 1), GROUP, "worker-dead", 100]
-    rows, _ = await script(redis, "read")(keys=fenced, args=args)
-    assert len(rows) == 4  # read, never committed: the owner died with its lease
+    read_ids, _, _ = await script(redis, "read")(keys=fenced, args=args)
+    assert len(read_ids) == 4  # read, never committed: the owner died with its lease
     await producer.publish(events[4:])
 
     await workers("worker-b")

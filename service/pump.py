@@ -1,0 +1,261 @@
+"""Every partition a worker owns, stepped in one loop: one pipelined request per round while any
+of them has work, one blocking XREAD over all of them while none has.
+
+Why one loop rather than a task per partition: with a task each, at half load every partition
+woke on its own for a few entries and spent three requests on them (wait, read, commit), each
+about 90 µs of client CPU; the worker saturated at half its drain rate and added a p99 of 280 ms
+(docs/performance.md). A round sends, in one pipeline, each busy owner's read or its commit
+joined with the read of its next batch (commit.lua does both), plus one non-blocking XREAD that
+tells which idle partitions received entries meanwhile. Owners still run independently: each has
+its own lease, fold and position, and one owner's lost lease or failed commit ends only that
+owner.
+
+Errors: a connection error fails the whole pipeline, so every owner that had a request in it
+starts over (`PartitionOwner.lost_connection`); the idle ones sent nothing that changes state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Any, Final, cast
+
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
+
+from service.applier import Decoded, Entry
+from service.commit import LeaseLost
+from service.partition import TRANSIENT, Call, PartitionOwner
+from service.replies import StreamReply, xread
+from service.scripts import sha, source
+from service.settings import Settings
+
+log = logging.getLogger("terminus.pump")
+
+PAUSE_S: Final = 0.2  # after a connection error, before the next round
+
+
+class Pump:
+    """Steps the owners it holds until `stop`."""
+
+    def __init__(self, redis: Redis, settings: Settings) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.owners: dict[int, PartitionOwner] = {}
+        self.running = False
+        self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
+        self._stopping = False
+
+    def add(self, owner: PartitionOwner) -> None:
+        self.owners[owner.partition] = owner
+        self._changed.set()
+
+    def drop(self, partition: int) -> None:
+        """End an owner at once, without a last commit: its lease is gone."""
+        owner = self.owners.pop(partition, None)
+        if owner is not None:
+            owner.fold.forget()
+            owner.end()
+            self._changed.set()
+
+    async def retire(self, partition: int) -> None:
+        """Commit the owner's batch in hand, then end it; returns once it has ended."""
+        owner = self.owners.get(partition)
+        if owner is None:
+            return
+        owner.stop()
+        if not self.running:
+            self._end(owner)
+            return
+        self._changed.set()
+        with contextlib.suppress(Exception):
+            await asyncio.shield(owner.ended)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._changed.set()
+
+    async def run(self) -> None:
+        """Round after round until `stop`; a bug in a round is logged, never fatal."""
+        self.running = True
+        try:
+            while not self._stopping:
+                try:
+                    await self.round()
+                except Exception:
+                    log.exception("pump: round failed")
+                    await self._pause()
+        finally:
+            self.running = False
+            for owner in list(self.owners.values()):
+                self._end(owner)
+
+    async def round(self) -> None:
+        self._changed.clear()
+        for owner in list(self.owners.values()):
+            if owner.done or (owner.stopping and owner.batch is None):
+                self._end(owner)
+        await self._start_fresh()
+        await self._tick_stalls()
+        owners = [o for o in self.owners.values() if not o.fresh]
+        busy = [o for o in owners if o.batch is not None or (o.ready and not o.stopping)]
+        idle = [o for o in owners if o.batch is None and not o.ready and not o.stopping]
+        if busy:
+            await self._step(busy, idle)
+        else:
+            await self._wait(idle)
+
+    async def _start_fresh(self) -> None:
+        """Take over new owners (and restart broken ones): new epoch, group, drain."""
+        broken = False
+        for owner in [o for o in self.owners.values() if o.fresh and not o.stopping]:
+            try:
+                await owner.start()
+            except TRANSIENT as exc:
+                owner.lost_connection(exc)
+                broken = True
+            except Exception as exc:  # LeaseLost, or a bug: the worker reaps and logs it
+                self._end(owner, exc)
+        if broken:
+            await self._pause()
+
+    async def _tick_stalls(self) -> None:
+        for owner in list(self.owners.values()):
+            if owner.fresh or owner.stopping or owner.stalls.due_in() > 0:
+                continue
+            try:
+                await owner.stalls.tick()
+            except TRANSIENT as exc:  # appends are fenced and at most once per position
+                log.warning("partition %s: stall scan: %r", owner.partition, exc)
+            except Exception as exc:
+                self._end(owner, exc)
+
+    async def _step(self, busy: list[PartitionOwner], idle: list[PartitionOwner]) -> None:
+        """One pipeline: each busy owner's read or commit-and-read, one XREAD for the idle."""
+        calls = [owner.step_call() for owner in busy]
+        try:
+            replies, woken = await self._send(calls, idle)
+        except TRANSIENT as exc:
+            for owner in busy:
+                owner.lost_connection(exc)
+            await self._pause()
+            return
+        read: list[tuple[PartitionOwner, list[Entry]]] = []
+        for owner, reply in zip(busy, replies, strict=True):
+            if owner.done:
+                continue  # dropped while its request was in flight
+            if isinstance(reply, TRANSIENT):
+                owner.lost_connection(reply)
+            elif isinstance(reply, Exception):  # e.g. WRONGTYPE from the commit's checks
+                self._end(owner, reply)
+            else:
+                try:
+                    entries = owner.stepped(reply)
+                except LeaseLost as exc:
+                    self._end(owner, exc)
+                    continue
+                if entries:
+                    read.append((owner, entries))
+        self._wake(woken, idle)
+        await self._fold(read)
+
+    async def _send(
+        self, calls: Sequence[Call], idle: Sequence[PartitionOwner]
+    ) -> tuple[list[Any], StreamReply]:
+        pipe = self.redis.pipeline(transaction=False)
+        for name, keys, args in calls:
+            pipe.evalsha(sha(name), len(keys), *keys, *args)
+        if idle:
+            pipe.xread({o.keys.inbound: o.tail for o in idle}, count=1)
+        results: list[Any] = await pipe.execute(raise_on_error=False)
+        replies = results[: len(calls)]
+        unknown = [n for n, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if unknown:  # the server lost its scripts (a restart): load them, redo those requests
+            for name in {calls[n][0] for n in unknown}:
+                await self.redis.script_load(source(name))
+            redo = self.redis.pipeline(transaction=False)
+            for n in unknown:
+                name, keys, args = calls[n]
+                redo.evalsha(sha(name), len(keys), *keys, *args)
+            for n, reply in zip(unknown, await redo.execute(raise_on_error=False), strict=True):
+                replies[n] = reply
+        woken = results[len(calls)] if idle else []
+        if isinstance(woken, Exception):
+            raise woken
+        return replies, cast(StreamReply, woken or [])
+
+    async def _fold(self, read: list[tuple[PartitionOwner, list[Entry]]]) -> None:
+        """Decode and fold what each owner read, loading the turns they lack in one pipeline."""
+        decoded = [(owner, owner.decode(entries)) for owner, entries in read]
+        lacking = [(owner, owner.fold.missing(items), items) for owner, items in decoded]
+        loads = [(owner, missing) for owner, missing, _ in lacking if missing]
+        if loads:
+            pipe = self.redis.pipeline(transaction=False)
+            for owner, missing in loads:
+                pipe.mget(owner.fold.snapshot_keys(missing))
+            try:
+                snapshots = await pipe.execute()
+            except TRANSIENT as exc:
+                for owner, _, _ in lacking:
+                    owner.lost_connection(exc)
+                await self._pause()
+                return
+            for (owner, missing), found in zip(loads, snapshots, strict=True):
+                try:
+                    owner.fold.loaded(missing, found)
+                except Exception as exc:  # an unreadable snapshot: this owner cannot go on
+                    owner.fold.forget()
+                    self._end(owner, exc)
+        for owner, _, items in lacking:
+            if not owner.done:
+                self._fold_one(owner, items)
+
+    def _fold_one(self, owner: PartitionOwner, items: list[Decoded]) -> None:
+        try:
+            owner.fold_batch(items)
+        except Exception as exc:  # the fold dead-letters what the core rejects: this is a bug
+            owner.fold.forget()
+            self._end(owner, exc)
+
+    def _wake(self, woken: StreamReply, idle: Sequence[PartitionOwner]) -> None:
+        by_stream = {o.keys.inbound.encode(): o for o in idle}
+        for stream, _ in woken:
+            owner = by_stream.get(stream)
+            if owner is not None:
+                owner.ready = True
+
+    async def _wait(self, idle: list[PartitionOwner]) -> None:
+        """Until an idle partition's log grows, an owner comes or goes, or a stall scan is due."""
+        due = min((o.stalls.due_in() for o in idle), default=self.settings.block_ms / 1000)
+        block_ms = max(1, int(min(self.settings.block_ms / 1000, due) * 1000))
+        changed = asyncio.ensure_future(self._changed.wait())
+        waits: set[asyncio.Future[Any]] = {changed}
+        if idle:
+            streams = {o.keys.inbound: o.tail for o in idle}
+            reading = asyncio.ensure_future(xread(self.redis, streams, 1, block_ms))
+            waits.add(reading)
+        await asyncio.wait(waits, timeout=block_ms / 1000 + 1, return_when="FIRST_COMPLETED")
+        changed.cancel()
+        if not idle:
+            return
+        if not reading.done():
+            reading.cancel()  # redis-py drops the connection of a cancelled command
+            with contextlib.suppress(asyncio.CancelledError, *TRANSIENT):
+                await reading
+            return
+        try:
+            self._wake(reading.result(), idle)
+        except TRANSIENT as exc:
+            log.warning("pump: waiting: %r", exc)
+            await self._pause()
+
+    def _end(self, owner: PartitionOwner, error: BaseException | None = None) -> None:
+        if self.owners.get(owner.partition) is owner:
+            del self.owners[owner.partition]
+        owner.end(error)
+
+    async def _pause(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), PAUSE_S)
