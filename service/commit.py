@@ -162,18 +162,17 @@ def encode(
 def _packable(value: Value) -> Value | msgspec.Raw:
     """As cmsgpack reads it: byte strings as msgpack str (it has no bin type), ints as text."""
     if type(value) is bytes:
-        return msgspec.Raw(_str_header(len(value)) + value)
+        n = len(value)
+        if n < 0x100:
+            return msgspec.Raw(_SHORT_HEADERS[n] + value)
+        if n < 0x10000:
+            return msgspec.Raw(b"\xda" + n.to_bytes(2, "big") + value)
+        return msgspec.Raw(b"\xdb" + n.to_bytes(4, "big") + value)
     return str(value) if type(value) is int else value
 
 
-def _str_header(n: int) -> bytes:
-    if n < 32:
-        return bytes((0xA0 | n,))
-    if n < 0x100:
-        return bytes((0xD9, n))
-    if n < 0x10000:
-        return b"\xda" + n.to_bytes(2, "big")
-    return b"\xdb" + n.to_bytes(4, "big")
+# msgpack str headers: fixstr below 32 bytes, str8 below 256
+_SHORT_HEADERS: Final = [bytes((0xA0 | n,)) if n < 32 else bytes((0xD9, n)) for n in range(256)]
 
 
 async def commit_ids(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -> list[str] | None:

@@ -41,7 +41,8 @@ end
 
 local SIZE = {S = 3, A = 3, D = 2, H = 4, Z = 4, N = 4, R = 3}
 local WANTS = {
-  F = 'stream', X = 'stream', S = 'string', A = 'string', H = 'hash', Z = 'zset', N = 'zset', R = 'zset',
+  F = 'stream', X = 'stream', S = 'string', A = 'string',
+  H = 'hash', Z = 'zset', N = 'zset', R = 'zset',
 }
 
 local function type_problem(key, wanted)
@@ -51,23 +52,27 @@ local function type_problem(key, wanted)
   end
 end
 
--- Walks the ops without writing; returns why the batch cannot be written, or nil.
+-- Walks the ops without writing; returns why the batch cannot be written, or nil. An op may
+-- name only a written key (KEYS[3..]: never the lease or the inbound stream), and every op on a
+-- key must want the type the key has, or would get from the first op that creates it.
 local function problem(ops)
-  local checked = {[KEYS[2]] = true}
+  local wants = {}
   local bad = type_problem(KEYS[2], 'stream')
   for n, op in ipairs(ops) do
     if bad then
       return bad
     end
-    local code, key = op[1], KEYS[tonumber(op[2])]
-    local size = SIZE[code]
-    local fits = size == #op or (WANTS[code] == 'stream' and #op >= 5 and #op % 2 == 1)
-    if not key or not WANTS[code] and code ~= 'D' or not fits then
+    local code, k = op[1], tonumber(op[2])
+    local key, wanted = k and k >= 3 and KEYS[k], WANTS[code]
+    local fits = SIZE[code] == #op or (wanted == 'stream' and #op >= 5 and #op % 2 == 1)
+    if not key or not wanted and code ~= 'D' or not fits then
       return 'malformed op ' .. n
     end
-    local wanted = WANTS[code]
-    if wanted and not checked[key] then
-      checked[key] = true
+    if wanted and wants[key] and wants[key] ~= wanted then
+      return 'ops want ' .. key .. ' to be both a ' .. wants[key] .. ' and a ' .. wanted
+    end
+    if wanted and not wants[key] then
+      wants[key] = wanted
       bad = type_problem(key, wanted)
     end
   end

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import msgspec
 import pytest
@@ -22,10 +22,20 @@ from events.outbound import (
     TextPart,
     TurnFinished,
 )
-from service.commit import FIELD, Batch, LeaseLost, commit, commit_ids, commit_or_raise
+from service.applier import Entry as AppliedEntry
+from service.applier import read_entries
+from service.commit import (
+    FIELD,
+    Batch,
+    LeaseLost,
+    commit,
+    commit_ids,
+    commit_or_raise,
+    encode,
+)
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
-from service.scripts import source
+from service.scripts import script, source
 from statemachines.outputs import Outputs
 from statemachines.states import TurnState
 from statemachines.turn import Turn
@@ -239,3 +249,196 @@ async def test_an_empty_batch_only_checks_the_lease(redis: Redis, prefix: str) -
     keys = Keys(10, prefix)
     assert await commit_ids(redis, keys, await held_lease(redis, keys, "worker-a"), Batch()) == []
     assert await commit_ids(redis, keys, "worker-z:9", Batch()) is None
+
+
+# One MessagePack blob of ops: binary values, APPEND, malformed ops, the read that follows
+
+
+def binary(size: int) -> bytes:
+    """`size` bytes running through every value 0..255, shifted by `size` so sizes differ."""
+    return bytes((size + n) % 256 for n in range(size))
+
+
+# Around each msgpack str header: fixstr (<32), str 8 (<256), str 16 (<65536), str 32.
+SIZES: Final = (0, 1, 31, 32, 255, 256, 65_535, 65_536, 70_000)
+
+
+async def test_binary_values_round_trip_through_set_and_xadd(redis: Redis, prefix: str) -> None:
+    keys = Keys(11, prefix)
+    batch = Batch()
+    for size in SIZES:
+        batch.ops.append(("S", keys.turn(f"bin-{size}"), (binary(size),)))
+        batch.ops.append(("F", keys.session(SESSION), (MAXLEN, 1, FIELD, binary(size))))
+    batch.ops.append(("F", keys.session(SESSION), (MAXLEN, 1, bytes(range(256)), b"key")))
+    ids = await commit_or_raise(redis, keys, await held_lease(redis, keys, "worker-a"), batch)
+    for size in SIZES:
+        assert await redis.get(keys.turn(f"bin-{size}")) == binary(size)
+    stream = await entries(redis, keys.session(SESSION))
+    assert [i.decode() for i, _ in stream] == ids
+    assert [fields for _, fields in stream] == [
+        *({FIELD: binary(size)} for size in SIZES),
+        {bytes(range(256)): b"key"},
+    ]
+
+
+async def test_append_extends_a_string_and_creates_a_missing_one(redis: Redis, prefix: str) -> None:
+    keys = Keys(12, prefix)
+    lease = await held_lease(redis, keys, "worker-a")
+    first, second = Batch(), Batch()
+    first.ops.append(("S", keys.tail("t-1"), (b"[1,1]\n",)))
+    first.ops.append(("A", keys.tail("t-1"), (b'["a","x"]\n',)))
+    first.ops.append(("A", keys.tail("t-2"), (binary(300),)))
+    second.ops.append(("A", keys.tail("t-1"), (b'["a","\\u0000y"]\n',)))
+    second.ops.append(("D", keys.tail("t-2"), ()))
+    assert await commit_ids(redis, keys, lease, first) == []
+    assert await redis.get(keys.tail("t-2")) == binary(300)
+    assert await commit_ids(redis, keys, lease, second) == []
+    assert await redis.get(keys.tail("t-1")) == b'[1,1]\n["a","x"]\n["a","\\u0000y"]\n'
+    assert await redis.exists(keys.tail("t-2")) == 0
+
+
+async def test_append_to_a_key_of_another_type_writes_nothing(redis: Redis, prefix: str) -> None:
+    keys = Keys(13, prefix)
+    entry_ids = await pending_entries(redis, keys, 1)
+    await redis.hset(keys.tail("t-1"), "f", "v")
+    batch = Batch()
+    batch.ops.append(("S", keys.turn("t-1"), (b"base",)))
+    batch.ops.append(("A", keys.tail("t-1"), (b"line\n",)))
+    batch.ack(entry_ids[0].decode())
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        await commit(redis, keys, await held_lease(redis, keys, "worker-a"), batch)
+    assert await redis.exists(keys.turn("t-1")) == 0
+    assert await pel(redis, keys) == entry_ids
+
+
+Packed = str | int | list[Any]
+
+MALFORMED: Final[dict[str, list[Packed]]] = {
+    "unknown opcode": ["Q", 3, "v"],
+    "opcode not a string": [83, 3, "v"],
+    "set without a value": ["S", 3],
+    "set with two values": ["S", 3, "v", "w"],
+    "append without a value": ["A", 3],
+    "delete with a value": ["D", 3, "v"],
+    "hset without a value": ["H", 3, "f"],
+    "zadd without a member": ["Z", 3, "1"],
+    "xadd without fields": ["X", 3, "0"],
+    "xadd with a field and no value": ["F", 3, "0", "e"],
+    "key index past the end": ["S", 5, "v"],
+    "key index zero": ["S", 0, "v"],
+    "key index not a number": ["S", "three", "v"],
+}
+
+
+@pytest.mark.parametrize("bad", MALFORMED.values(), ids=MALFORMED.keys())
+async def test_a_malformed_op_is_refused_and_nothing_is_written(
+    redis: Redis, prefix: str, bad: list[Packed]
+) -> None:
+    keys = Keys(14, prefix)
+    entry_ids = await pending_entries(redis, keys, 2)
+    lease = await held_lease(redis, keys, "worker-a")
+    written = keys.turn("t-1")
+    ops: list[list[Packed]] = [["S", 3, "before"], ["F", 4, "0", "e", "x"], bad, ["A", 3, "after"]]
+    blob = msgspec.msgpack.encode([[i.decode() for i in entry_ids], ops])
+    names = [keys.lease, keys.inbound, written, keys.session(SESSION)]
+    with pytest.raises(ResponseError, match="terminus commit: malformed op 3"):
+        await script(redis, "commit")(keys=names, args=[lease, GROUP, "worker-a", 0, blob])
+    assert await redis.exists(written, keys.session(SESSION)) == 0
+    assert await pel(redis, keys) == entry_ids
+
+
+async def test_a_well_formed_blob_built_by_hand_commits(redis: Redis, prefix: str) -> None:
+    """The control case of the malformed ops above: the same blob, every op in range."""
+    keys = Keys(15, prefix)
+    entry_ids = await pending_entries(redis, keys, 2)
+    lease = await held_lease(redis, keys, "worker-a")
+    ops: list[list[Packed]] = [["S", 3, "before"], ["F", 4, "0", "e", "x"], ["A", 3, "after"]]
+    blob = msgspec.msgpack.encode([[i.decode() for i in entry_ids], ops])
+    names = [keys.lease, keys.inbound, keys.turn("t-1"), keys.session(SESSION)]
+    reply = await script(redis, "commit")(keys=names, args=[lease, GROUP, "worker-a", 0, blob])
+    [frame_id] = reply[0]
+    assert reply[1:] == [[], [], b""]
+    assert await redis.get(keys.turn("t-1")) == b"beforeafter"
+    assert await entries(redis, keys.session(SESSION)) == [(frame_id, {b"e": b"x"})]
+    assert await pel(redis, keys) == []
+
+
+async def test_an_op_on_the_lease_is_refused(redis: Redis, prefix: str) -> None:
+    keys = Keys(16, prefix)
+    lease = await held_lease(redis, keys, "worker-a")
+    blob = msgspec.msgpack.encode([[], [["S", 1, "worker-z:99"]]])
+    with pytest.raises(ResponseError, match="malformed op 1"):
+        await script(redis, "commit")(
+            keys=[keys.lease, keys.inbound], args=[lease, GROUP, "worker-a", 0, blob]
+        )
+    assert await redis.get(keys.lease) == lease.encode()
+
+
+async def test_two_ops_wanting_different_types_of_one_key_write_nothing(
+    redis: Redis, prefix: str
+) -> None:
+    keys = Keys(19, prefix)
+    lease = await held_lease(redis, keys, "worker-a")
+    blob = msgspec.msgpack.encode([[], [["S", 3, "x"], ["H", 3, "f", "v"]]])
+    names = [keys.lease, keys.inbound, keys.turn("t-1")]
+    with pytest.raises(ResponseError, match="both a string and a hash"):
+        await script(redis, "commit")(keys=names, args=[lease, GROUP, "worker-a", 0, blob])
+    assert await redis.exists(keys.turn("t-1")) == 0
+
+
+async def xadd(redis: Redis, key: str, fields: dict[bytes, bytes]) -> bytes:
+    return cast(bytes, await redis.xadd(key, cast("dict[Any, Any]", fields)))
+
+
+async def test_a_commit_with_a_read_returns_the_next_entries(redis: Redis, prefix: str) -> None:
+    keys = Keys(17, prefix)
+    entry_ids = await pending_entries(redis, keys, 1)
+    plain = await xadd(redis, keys.inbound, {FIELD: b"\x00\xff"})
+    other = await xadd(redis, keys.inbound, {b"x": b"y"})
+    extra = await xadd(redis, keys.inbound, {FIELD: b"a", b"f": b"b"})
+    reordered = await xadd(redis, keys.inbound, {b"f": b"b", FIELD: b"a"})
+    lease = await held_lease(redis, keys, "worker-a")
+    run = script(redis, "commit")
+
+    async def commit_and_read(batch: Batch, count: int) -> list[Any]:
+        names, args = encode(batch, keys, lease, "worker-a", count)
+        return cast("list[Any]", await run(keys=names, args=args))
+
+    first = Batch()
+    first.add_frame(keys, FRAMES[0], MAXLEN)
+    first.ack(entry_ids[0].decode())
+    frame_ids, ids, payloads, tail = await commit_and_read(first, 2)
+    assert [i.decode() for i in frame_ids] == [
+        i.decode() for i, _ in await entries(redis, keys.session(SESSION))
+    ]
+    assert (ids, payloads, tail) == ([plain, other], [b"\x00\xff", [b"x", b"y"]], b"")
+    assert await pel(redis, keys) == [plain, other], "read for the consumer, not yet acked"
+
+    second = Batch()
+    second.ack(plain.decode(), other.decode())
+    assert await commit_and_read(second, 5) == [
+        [],
+        [extra, reordered],
+        [[FIELD, b"a", b"f", b"b"], [b"f", b"b", FIELD, b"a"]],
+        b"",
+    ]
+    third = Batch()
+    third.ack(extra.decode(), reordered.decode())
+    assert await commit_and_read(third, 5) == [[], [], [], reordered], "nothing new: the tail"
+    assert await pel(redis, keys) == []
+    assert read_entries([plain, other], [b"\x00\xff", [b"x", b"y"]]) == [
+        AppliedEntry(plain.decode(), {FIELD: b"\x00\xff"}),
+        AppliedEntry(other.decode(), {b"x": b"y"}),
+    ]
+
+
+async def test_a_commit_with_a_read_on_a_lost_lease_reads_nothing(
+    redis: Redis, prefix: str
+) -> None:
+    keys = Keys(18, prefix)
+    await redis.xgroup_create(keys.inbound, GROUP, id="0", mkstream=True)
+    await redis.xadd(keys.inbound, {FIELD: b"x"})
+    await held_lease(redis, keys, "worker-b")
+    names, args = encode(Batch(), keys, "worker-a:1", "worker-a", 10)
+    assert await script(redis, "commit")(keys=names, args=args) == 0
+    assert await pel(redis, keys) == []

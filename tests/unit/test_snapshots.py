@@ -1,0 +1,478 @@
+"""Turn snapshots as a base plus an appended tail (service/snapshots.py), without Redis.
+
+The property folds generated turns batch by batch, stores every touched turn through a
+`TailLedger` into a dictionary that applies the batch's SET/APPEND/DEL ops as Redis would, and
+checks that what is stored always loads back as the turn in memory, whatever the batch
+boundaries, takeovers (a fresh ledger loading from the store) and failed commits (the batch's
+writes lost, the ledger forgotten, the events folded again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
+
+import msgspec
+import pytest
+from factories import Script
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events.inbound import InboundEvent, ReasoningDelta, ReasoningStart, TextDelta, TextStart
+from service.commit import Batch
+from service.keys import Keys
+from service.snapshots import SnapshotError, Stored, TailLedger, assemble
+from statemachines.config import CoreConfig
+from statemachines.errors import CoreError
+from statemachines.fold import evolve
+from statemachines.retry_policy import RetryPolicy
+from statemachines.states import FINAL_STATES, TurnState
+from statemachines.turn import Turn
+
+PROPERTY: Final = settings(max_examples=200, deadline=None)
+KEYS: Final = Keys(3, "unit")
+CONFIG: Final = CoreConfig(retry=RetryPolicy(max_attempts=4))
+BASE: Final = msgspec.msgpack.Decoder(Turn)
+
+Ending = Literal["open", "stop", "tool", "closed", "error", "stalled", "cancelled"]
+Action = Literal["commit", "takeover", "failed"]
+# Part ids a tail line must carry intact: digits only, a quote, a backslash, a newline.
+PARTS: Final = (("a", "text"), ("r", "reasoning"), ("7", "text"), ('q"\\\n', "reasoning"))
+DELTAS: Final = st.text(max_size=6)  # any code point: quotes, newlines, U+2028, astral ones
+
+
+def encode(turn: Turn | None) -> bytes:
+    return msgspec.msgpack.encode(turn)
+
+
+class Attempt(msgspec.Struct, frozen=True):
+    """One generated attempt: parts started up front, deltas as (part index, text), its end."""
+
+    started: frozenset[int]
+    deltas: list[tuple[int, str]]
+    tool: bool
+    ending: Ending
+
+
+ATTEMPT: Final = st.builds(
+    Attempt,
+    st.frozensets(st.integers(0, len(PARTS) - 1)),
+    st.lists(st.tuples(st.integers(0, len(PARTS) - 1), DELTAS), max_size=12),
+    st.booleans(),
+    st.sampled_from(get_args(Ending)),
+)
+
+
+def turn_events(turn_id: str, attempts: list[Attempt]) -> list[InboundEvent]:
+    """A turn's events, attempt after attempt; the machine decides what each ending leads to."""
+    script = Script(turn_id=turn_id, max_attempts=4)
+    for n, attempt in enumerate(attempts):
+        if n:
+            after_tools = attempts[n - 1].ending == "tool"
+            script.next_step() if after_tools else script.next_attempt()
+        for part in sorted(attempt.started):
+            part_id, kind = PARTS[part]
+            script.emit(TextStart if kind == "text" else ReasoningStart, part_id=part_id)
+        for part, delta in attempt.deltas:
+            part_id, kind = PARTS[part]
+            script.emit(
+                TextDelta if kind == "text" else ReasoningDelta, part_id=part_id, delta=delta
+            )
+        if attempt.tool or attempt.ending == "tool":
+            script.tool_input(f"call-{n}")
+            script.tool_call(f"call-{n}", q="fold")
+        end(script, attempt.ending, n)
+    return script.events
+
+
+def end(script: Script, ending: Ending, n: int) -> None:
+    match ending:
+        case "stop":
+            script.prove()
+        case "tool":
+            script.finish("tool-calls", "tool_use")
+            script.tool_result(f"call-{n}")
+        case "closed":
+            script.closed()
+        case "error":
+            script.error(429)
+        case "stalled":
+            script.stalled()
+        case "cancelled":
+            script.cancelled()
+        case "open":
+            pass
+
+
+@dataclass
+class Plan:
+    """Every event of the turns in arrival order, cut into batches, each with its fate."""
+
+    batches: list[tuple[list[InboundEvent], Action]] = field(default_factory=list)
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> Plan:
+    """One to three interleaved turns, cut anywhere into batches."""
+    turns: list[list[InboundEvent]] = []
+    for t in range(draw(st.integers(1, 3))):
+        attempts = draw(st.lists(ATTEMPT, min_size=1, max_size=4))
+        last = next((n for n, a in enumerate(attempts) if a.ending in ("open", "stop")), None)
+        turns.append(turn_events(f"t-{t}", attempts[: None if last is None else last + 1]))
+    order = draw(st.permutations([t for t, events in enumerate(turns) for _ in events]))
+    queues = [iter(events) for events in turns]
+    events = [next(queues[t]) for t in order]
+    cuts = draw(st.lists(st.booleans(), min_size=len(events), max_size=len(events)))
+    actions = draw(
+        st.lists(st.sampled_from(get_args(Action)), min_size=len(events), max_size=len(events))
+    )
+    plan, batch = Plan(), list[InboundEvent]()
+    for event, cut, action in zip(events, cuts, actions, strict=True):
+        batch.append(event)
+        if cut:
+            plan.batches.append((batch, action))
+            batch = []
+    if batch:
+        plan.batches.append((batch, "commit"))
+    return plan
+
+
+class Store:
+    """The string keys of Redis after the turn ops of committed batches: SET, APPEND, DEL."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, bytes] = {}
+
+    def commit(self, batch: Batch) -> None:
+        for op, key, operands in batch.ops:
+            if op == "D":
+                self.values.pop(key, None)
+                continue
+            if op not in ("S", "A"):
+                continue  # the open-turns set
+            [value] = operands
+            assert isinstance(value, bytes)
+            self.values[key] = value if op == "S" else self.values.get(key, b"") + value
+
+    def base(self, turn_id: str) -> bytes | None:
+        return self.values.get(KEYS.turn(turn_id))
+
+    def tail(self, turn_id: str) -> bytes | None:
+        return self.values.get(KEYS.tail(turn_id))
+
+    def load(self, turn_id: str) -> Turn | None:
+        """The turn as a reader with no memory of it assembles it."""
+        base = self.base(turn_id)
+        return None if base is None else TailLedger().load(base, self.tail(turn_id))
+
+
+class Owner:
+    """A partition owner's memory: its turns and its ledger, loading what it lacks."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.ledger = TailLedger()
+        self.turns: dict[str, Turn | None] = {}
+
+    def fold(self, events: list[InboundEvent]) -> list[str]:
+        """Fold a batch; the ids of the turns to store, as `PartitionFold` picks them."""
+        touched: dict[str, None] = {}
+        for event in events:
+            if event.turn_id not in self.turns:
+                base = self.store.base(event.turn_id)
+                tail = self.store.tail(event.turn_id)
+                self.turns[event.turn_id] = None if base is None else self.ledger.load(base, tail)
+            # An illegal event is dead-lettered; a gap still moved the turn, so it is stored.
+            with contextlib.suppress(CoreError):
+                self.turns[event.turn_id], _ = evolve(self.turns[event.turn_id], event, CONFIG)
+            if self.turns[event.turn_id] is not None:
+                touched[event.turn_id] = None
+        return list(touched)
+
+    def batch(self, touched: list[str]) -> Batch:
+        """The batch storing those turns; `store` leaves each turn in memory as it was."""
+        batch = Batch()
+        for turn_id in touched:
+            turn = self.turns[turn_id]
+            assert turn is not None
+            before = encode(turn)
+            stored = self.ledger.store(turn)
+            assert encode(turn) == before, "store must put the open attempt's chunks back"
+            check_stored(turn, stored)
+            batch.add_turn(KEYS, turn, 0, stored)
+        return batch
+
+    def forget(self) -> None:
+        self.turns.clear()
+        self.ledger.forget()
+
+    def settle(self) -> None:
+        """After a commit, final turns leave memory, as `PartitionFold.settle` does."""
+        for turn_id, turn in list(self.turns.items()):
+            if turn is None or turn.state in FINAL_STATES:
+                del self.turns[turn_id]
+                self.ledger.forget(turn_id)
+
+
+def check_stored(turn: Turn, stored: Stored) -> None:
+    """A final turn is stored whole without a tail; an open one never carries its text."""
+    if turn.state in FINAL_STATES:
+        assert stored.base == encode(turn)
+        assert stored.tail is None
+        return
+    base = BASE.decode(stored.base)
+    if base.current is not None:
+        assert all(not buf.chunks for buf in base.current.texts.values())
+
+
+def run(plan: Plan) -> None:
+    store = Store()
+    owner = Owner(store)
+    expected: dict[str, bytes] = {}
+    for events, action in plan.batches:
+        if action == "failed":  # the commit never landed: memory is dropped, entries redelivered
+            owner.batch(owner.fold(events))
+            owner.forget()
+        touched = owner.fold(events)
+        store.commit(owner.batch(touched))
+        expected.update({t: encode(owner.turns[t]) for t in touched})
+        owner.settle()
+        if action == "takeover":
+            owner = Owner(store)
+        for turn_id, turn in expected.items():
+            assert encode(store.load(turn_id)) == turn
+            if BASE.decode(turn).state in FINAL_STATES:
+                assert store.tail(turn_id) is None
+    bases = {t: store.base(t) for t in expected}
+    tails = {t: store.tail(t) for t in expected}
+    assert {t: encode(turn) for t, turn in assemble(bases, tails).items()} == expected
+
+
+@PROPERTY
+@given(plans())
+def test_any_batching_stores_what_loads_back_as_the_turn_in_memory(plan: Plan) -> None:
+    run(plan)
+
+
+def test_a_batch_that_replays_a_whole_retried_turn_round_trips() -> None:
+    """Deterministic companion of the property: tail written, replaced, appended, dropped."""
+    script = Script(max_attempts=4)
+    script.text("a", "Hel", "lo\n")
+    script.closed()
+    script.next_attempt()
+    script.reasoning("r", "th", "ink")
+    script.text("a", "Hi", " there")
+    script.prove()
+    for size in (1, 2, 3, len(script.events)):
+        plan = Plan()
+        for start in range(0, len(script.events), size):
+            plan.batches.append((script.events[start : start + size], "commit"))
+        run(plan)
+
+
+# (b) the base leaves the open attempt's text out, and store leaves the turn as it was
+
+
+def streaming(deltas: int, marker: str = "zebra") -> tuple[Turn, list[InboundEvent]]:
+    """A turn with a text part open, and `deltas` more deltas to fold into it."""
+    script = Script()
+    script.emit(TextStart, part_id="a")
+    opened = len(script.events)
+    for n in range(deltas):
+        script.emit(TextDelta, part_id="a", delta=f"{marker}-{n};")
+    turn = fold(script.events[:opened])
+    return turn, script.events[opened:]
+
+
+def fold(events: list[InboundEvent], turn: Turn | None = None) -> Turn:
+    for event in events:
+        turn, _ = evolve(turn, event, CONFIG)
+    assert turn is not None
+    return turn
+
+
+def lines(tail: bytes | None) -> list[list[object]]:
+    assert tail is not None
+    assert tail.endswith(b"\n")
+    return [msgspec.json.decode(line) for line in tail.splitlines()]
+
+
+def test_the_base_stays_the_same_size_while_the_text_grows() -> None:
+    turn, deltas = streaming(300)
+    ledger = TailLedger()
+    sizes: list[int] = []
+    for n, delta in enumerate(deltas):
+        fold([delta], turn)
+        chunks = turn.current.texts["a"].chunks if turn.current else []
+        stored = ledger.store(turn)
+        assert turn.current is not None
+        assert turn.current.texts["a"].chunks is chunks, "the chunk list itself is put back"
+        assert len(chunks) == n + 1
+        assert b"zebra" not in stored.base
+        assert stored.append is (n > 0)
+        header = [[1, 1]] if n == 0 else []
+        assert lines(stored.tail) == [*header, ["a", f"zebra-{n};"]]
+        sizes.append(len(stored.base))
+    assert sum(len(d.delta) for d in deltas if isinstance(d, TextDelta)) > 2_000
+    assert max(sizes) - min(sizes) <= 4  # only last_seq grows, a few bytes at most
+
+
+def test_each_batch_appends_only_the_chunks_new_since_the_last_one() -> None:
+    script = Script()
+    script.emit(TextStart, part_id="a")
+    script.emit(TextDelta, part_id="a", delta="one")
+    first = len(script.events)
+    script.emit(ReasoningDelta, part_id="r", delta="why")
+    script.emit(TextDelta, part_id="a", delta="two")
+    script.emit(TextDelta, part_id="a", delta="three")
+    ledger = TailLedger()
+    turn = fold(script.events[:first])
+    assert lines(ledger.store(turn).tail) == [[1, 1], ["a", "one"]]
+    turn = fold(script.events[first:], turn)
+    stored = ledger.store(turn)
+    assert stored.append
+    assert lines(stored.tail) == [["a", "two"], ["a", "three"], ["r", "why"]]
+    unchanged = ledger.store(turn)
+    assert (unchanged.tail, unchanged.append, unchanged.drop_tail) == (None, True, False)
+
+
+# (c) final turns are stored whole, and the tail goes
+
+
+def test_a_final_turn_is_stored_whole_and_drops_the_tail_it_had() -> None:
+    script = Script()
+    script.text("a", "Hel", "lo")
+    proven = len(script.events)
+    script.prove()
+    ledger = TailLedger()
+    turn = fold(script.events[:proven])
+    assert ledger.store(turn).tail is not None
+    turn = fold(script.events[proven:], turn)
+    assert turn.state is TurnState.FINISHED
+    stored = ledger.store(turn)
+    assert stored == Stored(encode(turn), None, append=False, drop_tail=True)
+    assert turn.current is not None
+    assert BASE.decode(stored.base).current == turn.current  # the text is inside the base
+    assert ledger.store(turn) == Stored(encode(turn)), "the tail is gone already"
+
+
+def test_a_turn_final_within_its_first_batch_has_no_tail_to_drop() -> None:
+    script = Script()
+    script.text("a", "Hi")
+    script.prove()
+    assert TailLedger().store(fold(script.events)) == Stored(encode(fold(script.events)))
+
+
+def test_a_cancelled_turn_drops_its_tail() -> None:
+    script = Script()
+    script.text("a", "Hi")
+    cancelled = len(script.events)
+    script.cancelled()
+    ledger = TailLedger()
+    turn = fold(script.events[:cancelled])
+    assert ledger.store(turn).tail is not None
+    turn = fold(script.events[cancelled:], turn)
+    assert turn.state is TurnState.CANCELLED
+    assert ledger.store(turn) == Stored(encode(turn), drop_tail=True)
+
+
+def test_a_new_attempt_drops_the_old_tail_then_writes_its_own_anew() -> None:
+    script = Script()
+    script.text("a", "cut")
+    script.closed()
+    retried = len(script.events)
+    script.next_attempt()
+    started = len(script.events)
+    script.emit(TextDelta, part_id="b", delta="again")
+    ledger = TailLedger()
+    turn = fold(script.events[:retried])
+    assert turn.state is TurnState.RETRYING
+    assert lines(ledger.store(turn).tail) == [[1, 1], ["a", "cut"]]
+    turn = fold(script.events[retried:started], turn)
+    assert ledger.store(turn) == Stored(encode(turn), drop_tail=True)  # no text yet: whole
+    turn = fold(script.events[started:], turn)
+    stored = ledger.store(turn)
+    assert not stored.append
+    assert lines(stored.tail) == [[1, 2], ["b", "again"]]
+
+
+# (d) a base and a tail that do not fit together
+
+
+def stored_at(events: list[InboundEvent]) -> Stored:
+    return TailLedger().store(fold(events))
+
+
+def test_a_tail_of_another_attempt_is_refused() -> None:
+    script = Script()
+    script.text("a", "first")
+    script.closed()
+    first = len(script.events)
+    script.next_attempt()
+    script.text("a", "second")
+    old, new = stored_at(script.events[:first]), stored_at(script.events)
+    assert TailLedger().load(new.base, new.tail).current is not None
+    with pytest.raises(SnapshotError, match="tail of another attempt"):
+        TailLedger().load(new.base, old.tail)
+
+
+def test_a_tail_naming_an_unknown_part_is_refused() -> None:
+    script = Script()
+    script.text("a", "Hi")
+    stored = stored_at(script.events)
+    assert stored.tail is not None
+    with pytest.raises(SnapshotError, match="unknown part b"):
+        TailLedger().load(stored.base, stored.tail + b'["b","x"]\n')
+
+
+def test_a_tail_without_an_open_attempt_is_refused() -> None:
+    turn = Turn(session_id="s", turn_id="t", max_attempts=3)
+    with pytest.raises(SnapshotError, match="no open attempt"):
+        TailLedger().load(encode(turn), b"[1,1]\n")
+
+
+# (e) whole snapshots written before tails existed
+
+
+def test_a_whole_snapshot_of_an_open_turn_loads_and_gets_a_fresh_tail() -> None:
+    turn, deltas = streaming(3)
+    fold(deltas[:2], turn)
+    whole = encode(turn)  # what older code stored: the chunks inside, no tail
+    ledger = TailLedger()
+    loaded = ledger.load(whole, None)
+    assert encode(loaded) == whole
+    assert assemble({"t": whole, "gone": None}, {}) == {"t": loaded, "gone": None}
+    fold(deltas[2:], loaded)
+    stored = ledger.store(loaded)
+    assert not stored.append, "no tail was ever written: the first one is set, not appended"
+    assert lines(stored.tail) == [[1, 1], *(["a", f"zebra-{n};"] for n in range(3))]
+    assert b"zebra" not in stored.base
+    assert encode(TailLedger().load(stored.base, stored.tail)) == encode(loaded)
+
+
+def test_a_loaded_tail_is_appended_to_not_rewritten() -> None:
+    turn, deltas = streaming(3)
+    fold(deltas[:2], turn)
+    first = TailLedger().store(turn)
+    ledger = TailLedger()  # another owner takes the turn over
+    loaded = ledger.load(first.base, first.tail)
+    fold(deltas[2:], loaded)
+    stored = ledger.store(loaded)
+    assert stored.append
+    assert lines(stored.tail) == [["a", "zebra-2;"]]
+    assert first.tail is not None
+    assert stored.tail is not None
+    assert encode(TailLedger().load(stored.base, first.tail + stored.tail)) == encode(loaded)
+
+
+def test_forgetting_a_turn_makes_its_next_tail_a_fresh_one() -> None:
+    turn, deltas = streaming(2)
+    ledger = TailLedger()
+    fold(deltas[:1], turn)
+    ledger.store(turn)
+    fold(deltas[1:], turn)
+    ledger.forget(turn.turn_id)
+    stored = ledger.store(turn)
+    assert not stored.append
+    assert lines(stored.tail) == [[1, 1], ["a", "zebra-0;"], ["a", "zebra-1;"]]
