@@ -66,7 +66,10 @@ class Pump:
         if owner is None:
             return
         owner.stop()
-        if not self.running:
+        idle = owner.batch is None and not owner.ready and not owner.fresh
+        if idle or not self.running:
+            # Nothing in hand and no request of it in flight (an idle owner is only watched by
+            # the read-only XREAD): end it now rather than wait for that XREAD to return.
             self._end(owner)
             return
         self._changed.set()
