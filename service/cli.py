@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from events.adapters import PROVIDERS
+from service.cli_gateway import DEFAULT_HTTP, add_gateway_commands, host_port
 from service.cli_publish import add_publish_command
 from service.cli_read import add_read_commands, handler
 
@@ -42,7 +43,8 @@ def _simulate(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from service.runner import run_service
 
-    return run_service(_settings(), workers=args.workers, demo=args.demo, once=args.once)
+    http = None if args.no_http else args.http
+    return run_service(_settings(), workers=args.workers, demo=args.demo, once=args.once, http=http)
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -108,6 +110,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=_positive, default=2, help="worker processes (default 2)")
     run.add_argument("--demo", action="store_true", help="also play the recorded demo turns")
     run.add_argument("--once", action="store_true", help="with --demo: exit when it is done")
+    run.add_argument(
+        "--http",
+        type=host_port,
+        default=host_port(DEFAULT_HTTP),
+        metavar="HOST:PORT",
+        help=f"the HTTP gateway's address (default {DEFAULT_HTTP})",
+    )
+    run.add_argument("--no-http", action="store_true", help="no HTTP gateway")
     run.set_defaults(handler=_run)
     worker = sub.add_parser(
         "worker", help="one worker process (the FastStream app; same as faststream run)"
@@ -126,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(handler=handler(_replay))
     add_read_commands(sub)
     add_publish_command(sub)
+    add_gateway_commands(sub)
     return parser
 
 

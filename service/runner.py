@@ -1,9 +1,10 @@
-"""`terminus run`: Redis (configured, local, or embedded), a pool of worker processes, the demo.
+"""`terminus run`: Redis (configured, local, or embedded), a pool of worker processes, the HTTP
+gateway, the demo.
 
-Workers are separate OS processes (`terminus worker`, the FastStream app), each in its own
-session so that Ctrl-C reaches only this supervisor, which then stops them in order: workers
-first (they finish their batch and release their leases), the embedded Redis last. A worker
-that dies is started again.
+Workers (`terminus worker`, the FastStream app) and the gateway (`terminus gateway`) are separate
+OS processes, each in its own session so that Ctrl-C reaches only this supervisor, which then
+stops them in order: workers and gateway first (workers finish their batch and release their
+leases), the embedded Redis last. A process that dies is started again.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -28,28 +31,30 @@ DATA_DIR: Final = Path("var") / "redis"
 
 
 class Pool:
-    """N worker processes on one Redis URL, restarted when they die."""
+    """Service processes on one Redis URL (`size` workers, then any `extra` commands), each
+    restarted when it dies."""
 
-    def __init__(self, url: str, size: int) -> None:
+    def __init__(self, url: str, size: int, extra: Sequence[Sequence[str]] = ()) -> None:
         self.url = url
-        self.size = size
+        self.commands = [["worker"]] * size + [list(c) for c in extra]
         self.processes: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> None:
-        self.processes = [self._spawn() for _ in range(self.size)]
+        self.processes = [self._spawn(c) for c in self.commands]
 
-    def _spawn(self) -> subprocess.Popen[bytes]:
+    def _spawn(self, command: Sequence[str]) -> subprocess.Popen[bytes]:
         env = {**os.environ, "REDIS_URL": self.url}
-        command = [sys.executable, "-m", "service", "worker"]
-        return subprocess.Popen(command, env=env, start_new_session=True)
+        argv = [sys.executable, "-m", "service", *command]
+        return subprocess.Popen(argv, env=env, start_new_session=True)
 
     def revive(self) -> int:
-        """Start again every worker that exited; returns how many."""
+        """Start again every process that exited; returns how many."""
         dead = [n for n, p in enumerate(self.processes) if p.poll() is not None]
         for n in dead:
-            print(f"terminus: worker {self.processes[n].pid} exited; starting another",
+            name = self.commands[n][0]
+            print(f"terminus: {name} {self.processes[n].pid} exited; starting another",
                   file=sys.stderr)  # fmt: skip
-            self.processes[n] = self._spawn()
+            self.processes[n] = self._spawn(self.commands[n])
         return len(dead)
 
     def stop(self) -> None:
@@ -66,11 +71,26 @@ class Pool:
                 process.wait()
 
 
-def run_service(settings: Settings, *, workers: int, demo: bool, once: bool) -> int:
+def run_service(
+    settings: Settings,
+    *,
+    workers: int,
+    demo: bool,
+    once: bool,
+    http: tuple[str, int] | None = None,
+) -> int:
     """The main job; returns the exit code. Ctrl-C (SIGINT) or SIGTERM stop it cleanly."""
     signal.signal(signal.SIGTERM, _raise_interrupt)
     url, server = ensure_redis(settings, DATA_DIR)
-    pool = Pool(url, workers)
+    extra = []
+    if http is not None and _free(*http):
+        extra.append(["gateway", "--http", f"{http[0]}:{http[1]}"])
+        print(f"terminus: HTTP gateway on http://{http[0]}:{http[1]} "
+              "(tokens: terminus token SESSION)", file=sys.stderr)  # fmt: skip
+    elif http is not None:
+        print(f"terminus: {http[0]}:{http[1]} is in use; no HTTP gateway (see --http)",
+              file=sys.stderr)  # fmt: skip
+    pool = Pool(url, workers, extra)
     print(f"terminus: Redis at {_where(url, server)}, {workers} worker(s), "
           f"{settings.partitions} partitions", file=sys.stderr)  # fmt: skip
     try:
@@ -106,6 +126,16 @@ def _where(url: str, server: EmbeddedRedis | None) -> str:
     if server is None:
         return url
     return f"{url} (embedded, AOF in {server.data_dir})"
+
+
+def _free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

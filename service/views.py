@@ -53,7 +53,7 @@ async def session_updates(
     key = keys_for_session(session_id, partitions, prefix).session(session_id)
     low = "-" if after is None else f"({after}"
     entries = await redis.xrange(key, min=low, max="+", count=count)
-    return [_frame(entry) for entry in entries or []]
+    return [frame_of(entry) for entry in entries or []]
 
 
 async def follow_updates(
@@ -76,7 +76,7 @@ async def follow_updates(
         reply = await redis.xread({key: last}, count=FOLLOW_BATCH, block=block_ms)
         for _, entries in cast(list[list[Any]], reply or []):
             for entry in cast(StreamRangeResponse, entries):
-                frame = _frame(entry)
+                frame = frame_of(entry)
                 last = frame.cursor or last
                 yield frame
 
@@ -128,7 +128,8 @@ async def requeue(redis: Redis, letters: Iterable[DeadLetter]) -> list[str]:
     return [text(i) for i in ids]
 
 
-def _frame(entry: StreamEntry) -> SessionUpdate:
+def frame_of(entry: StreamEntry) -> SessionUpdate:
+    """A session stream entry as its frame, `cursor` set to the entry id."""
     entry_id, fields = entry
     frame = decode_frame((fields or {})[FIELD])
     return msgspec.structs.replace(frame, cursor=text(entry_id))

@@ -1,0 +1,231 @@
+"""The HTTP gateway: what frontends read, over HTTP and Server-Sent Events (DESIGN sections 4, 7).
+
+    GET /v1/sessions/{id}/updates    one SSE event per session frame; `id:` is the frame's cursor.
+                                     Resume with `Last-Event-ID` (or `?from=`): every later frame,
+                                     none twice. `?until_end=1` ends the stream after the first
+                                     `turn_finished` or `agent_error`. Comment pings keep proxies
+                                     from closing an idle stream.
+    GET /v1/sessions/{id}/messages   persisted messages in commit order, `?offset=&limit=`
+    GET /v1/turns/{id}               a turn's state, attempts and current position
+    GET /healthz                     200 when Redis answers
+
+Access: every session endpoint needs a token for that session (`service/tokens.py`), as
+`Authorization: Bearer ...` or `?token=` (a browser's EventSource cannot send headers). No token or
+a bad one: 401; a valid token for another session, or an operator token on a session endpoint:
+403. `/v1/turns/{id}` also takes an operator token with `?session=`. Request bodies are refused
+(413) and each token may open at most `stream_opens` update streams per `stream_window_s` (429 with
+`Retry-After`), so a misbehaving client cannot make the gateway hammer Redis.
+
+`create_gateway` returns a Starlette app; mount it in a FastAPI or Starlette application, or serve
+it alone (`terminus gateway`, `terminus run --http`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final
+
+import msgspec
+from redis.asyncio import Redis
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from events.codec import encode_json
+from events.outbound import AgentError, TurnFinished
+from service.hub import Hub, SubscriberTooSlow
+from service.keys import keys_for_session
+from service.replies import mget
+from service.settings import Settings
+from service.snapshots import SnapshotError, TailLedger
+from service.tokens import Grant, TokenError, verify
+from service.views import session_messages
+
+PING_S: Final = 15
+MAX_LIMIT: Final = 500
+ENDINGS: Final = (TurnFinished, AgentError)
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """Bounds on what one client can ask of the gateway."""
+
+    stream_opens: int = 20  # update streams one token may open per window
+    stream_window_s: float = 10.0
+    max_body_bytes: int = 0  # every endpoint is a GET
+
+
+class _Denied(Exception):
+    def __init__(self, status: int, reason: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(reason)
+        self.status, self.reason, self.headers = status, reason, headers or {}
+
+
+class _OpenRate:
+    """Stream opens per token in a sliding window (in memory: per gateway process)."""
+
+    def __init__(self, limits: Limits, clock: Callable[[], float]) -> None:
+        self.limits, self.clock = limits, clock
+        self.opens: dict[str, deque[float]] = {}
+
+    def admit(self, token: str) -> None:
+        now, window = self.clock(), self.limits.stream_window_s
+        recent = self.opens.setdefault(token, deque())
+        while recent and recent[0] <= now - window:
+            recent.popleft()
+        if len(recent) >= self.limits.stream_opens:
+            wait = max(1, int(recent[0] + window - now) + 1)
+            raise _Denied(429, "too many stream opens", {"Retry-After": str(wait)})
+        recent.append(now)
+        if len(self.opens) > 10_000:  # forget idle tokens rather than grow without bound
+            for old in [t for t, q in self.opens.items() if not q or q[-1] <= now - window]:
+                del self.opens[old]
+
+
+def create_gateway(
+    redis: Redis,
+    settings: Settings,
+    secret: bytes,
+    limits: Limits | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Starlette:
+    """The gateway's ASGI app over `redis`, checking tokens signed with `secret`."""
+    hub = Hub(redis, settings.partitions, settings.prefix)
+    h = _Handlers(redis, settings, secret, limits or Limits(), clock, hub)
+    routes = [
+        Route("/v1/sessions/{session_id}/updates", _guarded(h.updates)),
+        Route("/v1/sessions/{session_id}/messages", _guarded(h.messages)),
+        Route("/v1/turns/{turn_id}", _guarded(h.turn)),
+        Route("/healthz", h.healthz),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await hub.close()
+
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+class _Handlers:
+    def __init__(
+        self,
+        redis: Redis,
+        settings: Settings,
+        secret: bytes,
+        limits: Limits,
+        clock: Callable[[], float],
+        hub: Hub,
+    ) -> None:
+        self.redis, self.settings, self.secret, self.hub = redis, settings, secret, hub
+        self.limits, self.clock = limits, clock
+        self.rate = _OpenRate(limits, clock)
+
+    def grant_of(self, request: Request) -> tuple[str, Grant]:
+        if int(request.headers.get("content-length") or 0) > self.limits.max_body_bytes:
+            raise _Denied(413, "request body not allowed")
+        header = request.headers.get("authorization", "")
+        token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
+        token = token or request.query_params.get("token", "")
+        if not token:
+            raise _Denied(401, "token required")
+        try:
+            return token, verify(self.secret, token, self.clock())
+        except TokenError as exc:
+            raise _Denied(401, str(exc)) from None
+
+    def session_grant(self, request: Request) -> tuple[str, str]:
+        token, grant = self.grant_of(request)
+        session: str = request.path_params["session_id"]
+        if grant.session != session:
+            raise _Denied(403, "token is not for this session")
+        return token, session
+
+    async def updates(self, request: Request) -> Response:
+        token, session = self.session_grant(request)
+        self.rate.admit(token)
+        after = request.headers.get("last-event-id") or request.query_params.get("from")
+        until_end = request.query_params.get("until_end") in ("1", "true")
+        frames = _events(self.hub, session, after, until_end)
+        return EventSourceResponse(frames, ping=PING_S, send_timeout=30)
+
+    async def messages(self, request: Request) -> Response:
+        _, session = self.session_grant(request)
+        offset = _int_param(request, "offset", 0)
+        limit = min(_int_param(request, "limit", 100), MAX_LIMIT)
+        settings = self.settings
+        found = await session_messages(
+            self.redis, session, partitions=settings.partitions, prefix=settings.prefix
+        )
+        page = found[offset : offset + limit]
+        following = offset + limit if offset + limit < len(found) else None
+        body = {"messages": page, "next_offset": following, "total": len(found)}
+        return Response(msgspec.json.encode(body), media_type="application/json")
+
+    async def turn(self, request: Request) -> Response:
+        _, grant = self.grant_of(request)
+        session = grant.session or request.query_params.get("session")
+        if session is None:
+            raise _Denied(400, "an operator token needs ?session=")
+        keys = keys_for_session(session, self.settings.partitions, self.settings.prefix)
+        turn_id = request.path_params["turn_id"]
+        base, tail = await mget(self.redis, [keys.turn(turn_id), keys.tail(turn_id)])
+        if base is None:
+            raise _Denied(404, "no such turn")
+        try:
+            found = TailLedger().load(base, tail)
+        except (msgspec.MsgspecError, SnapshotError):
+            raise _Denied(500, "unreadable snapshot") from None
+        if found.session_id != session:
+            raise _Denied(404, "no such turn")
+        return Response(encode_json(found), media_type="application/json")
+
+    async def healthz(self, request: Request) -> Response:
+        try:
+            await self.redis.ping()
+        except Exception as exc:  # any failure to answer is "unhealthy", with its reason
+            return JSONResponse({"ok": False, "redis": repr(exc)}, status_code=503)
+        return JSONResponse({"ok": True})
+
+
+async def _events(
+    hub: Hub, session: str, after: str | None, until_end: bool
+) -> AsyncIterator[dict[str, Any]]:
+    try:
+        async for frame in hub.subscribe(session, after):
+            data = encode_json(frame).decode()
+            yield {"id": frame.cursor, "event": type(frame).__struct_config__.tag, "data": data}
+            if until_end and isinstance(frame, ENDINGS):
+                return
+    except SubscriberTooSlow:
+        return  # the client resumes from the last id it received
+
+
+def _int_param(request: Request, name: str, default: int) -> int:
+    text = request.query_params.get(name)
+    if text is None:
+        return default
+    if not text.isdigit():
+        raise _Denied(400, f"{name} must be a non-negative integer")
+    return int(text)
+
+
+def _guarded(
+    endpoint: Callable[[Request], Any],
+) -> Callable[[Request], Any]:
+    """The endpoint, with a denial answered as JSON `{"error": reason}` and its status."""
+
+    async def guarded(request: Request) -> Response:
+        try:
+            response: Response = await endpoint(request)
+        except _Denied as denied:
+            return JSONResponse(
+                {"error": denied.reason}, status_code=denied.status, headers=denied.headers
+            )
+        return response
+
+    return guarded

@@ -1,0 +1,146 @@
+"""One Redis reader for every live subscriber of a gateway process (DESIGN section 7).
+
+A blocking XREAD per SSE client would hold one Redis connection per client (a thousand clients, a
+thousand connections). The hub instead runs one XREAD over the session streams its subscribers
+follow, and hands each frame to every subscriber of that session.
+
+Exactly once, in order, per subscriber: each subscriber has its own cursor and receives only the
+frames after it. A session is read from the oldest cursor among its subscribers; when a subscriber
+joins behind the others, the session's read position moves back to its cursor, the frames in
+between are read again, and the subscribers already past them skip them.
+
+A subscriber that does not keep up (its queue holds `queue_limit` frames) is cut off: its stream
+ends, and its client resumes from the last cursor it received, reading the backlog from Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Final, cast
+
+from redis.asyncio import Redis
+from redis.typing import StreamEntry
+
+from events.outbound import SessionUpdate
+from service.keys import keys_for_session
+from service.replies import xread
+from service.views import START, frame_of
+
+log = logging.getLogger("terminus.hub")
+
+BLOCK_MS: Final = 100  # how soon a new session joins the read
+COUNT: Final = 512
+
+
+class SubscriberTooSlow(Exception):
+    """The subscriber's queue overflowed; resume from its last cursor."""
+
+
+def _after(a: str, b: str) -> bool:
+    """Whether stream id `a` comes after `b`."""
+    ams, _, aseq = a.partition("-")
+    bms, _, bseq = b.partition("-")
+    return (int(ams), int(aseq or 0)) > (int(bms), int(bseq or 0))
+
+
+class _Subscriber:
+    def __init__(self, session: str, cursor: str, limit: int) -> None:
+        self.session = session
+        self.cursor = cursor
+        self.queue: asyncio.Queue[SessionUpdate | None] = asyncio.Queue(limit)
+        self.cut = False
+
+    def offer(self, frame: SessionUpdate) -> None:
+        cursor = frame.cursor or START
+        if self.cut or not _after(cursor, self.cursor):
+            return
+        try:
+            self.queue.put_nowait(frame)
+        except asyncio.QueueFull:
+            self.cut = True
+            with contextlib.suppress(asyncio.QueueFull):
+                self.queue.get_nowait()
+                self.queue.put_nowait(None)
+            return
+        self.cursor = cursor
+
+
+class Hub:
+    """Fans the session streams under one prefix out to in-process subscribers."""
+
+    def __init__(
+        self, redis: Redis, partitions: int, prefix: str, queue_limit: int = 10_000
+    ) -> None:
+        self.redis, self.partitions, self.prefix = redis, partitions, prefix
+        self.queue_limit = queue_limit
+        self._subscribers: dict[str, set[_Subscriber]] = {}
+        self._positions: dict[str, str] = {}  # session stream -> id read up to
+        self._task: asyncio.Task[None] | None = None
+
+    async def subscribe(
+        self, session: str, after: str | None = None
+    ) -> AsyncIterator[SessionUpdate]:
+        """The session's frames after `after` (None: all kept), then live ones, forever;
+        raises `SubscriberTooSlow` if the consumer falls `queue_limit` frames behind."""
+        subscriber = _Subscriber(session, after or START, self.queue_limit)
+        key = self._key(session)
+        self._subscribers.setdefault(key, set()).add(subscriber)
+        position = self._positions.get(key)
+        if position is None or _after(position, subscriber.cursor):
+            self._positions[key] = subscriber.cursor
+        self._ensure_running()
+        try:
+            while True:
+                frame = await subscriber.queue.get()
+                if frame is None:
+                    raise SubscriberTooSlow(session)
+                yield frame
+        finally:
+            watchers = self._subscribers.get(key, set())
+            watchers.discard(subscriber)
+            if not watchers:
+                self._subscribers.pop(key, None)
+                self._positions.pop(key, None)
+
+    def _key(self, session: str) -> str:
+        return keys_for_session(session, self.partitions, self.prefix).session(session)
+
+    def _ensure_running(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="hub")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while self._subscribers:
+            try:
+                await self._read_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis away: subscribers wait, the read is retried
+                log.warning("hub: %r", exc)
+                await asyncio.sleep(0.2)
+
+    async def _read_once(self) -> None:
+        cursors = dict(self._positions)
+        reply = await xread(self.redis, cursors, COUNT, BLOCK_MS)
+        for stream, entries in reply:
+            key = stream.decode()
+            watchers = self._subscribers.get(key)
+            if not watchers or not entries:
+                continue
+            frames = [frame_of(cast(StreamEntry, entry)) for entry in entries]
+            for frame in frames:
+                for subscriber in list(watchers):
+                    subscriber.offer(frame)
+            last = frames[-1].cursor or START
+            # A subscriber may have joined behind this read meanwhile: keep its position.
+            if self._positions.get(key) == cursors[key]:
+                self._positions[key] = last

@@ -1,0 +1,21 @@
+"""Serve the HTTP gateway with uvicorn on one Redis client, until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import uvicorn
+
+from service.app import make_broker
+from service.gateway import create_gateway
+from service.settings import Settings
+
+
+async def serve_gateway(settings: Settings, secret: bytes, host: str, port: int) -> None:
+    """Connect (with the workers' client options: timeouts, keepalive), then serve."""
+    broker = make_broker(settings, client_name="terminus-gateway")
+    redis = await broker.connect()
+    try:
+        app = create_gateway(redis, settings, secret)
+        config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off")
+        await uvicorn.Server(config).serve()
+    finally:
+        await broker.stop()
