@@ -68,12 +68,13 @@ def read_entries(ids: list[bytes], payloads: list[bytes | list[bytes]]) -> list[
     """Entries as read.lua and commit.lua return them: a payload is the value of field `e`, or
     the flat field list of an entry that does not hold exactly that field."""
     return [
-        Entry(i.decode(), {FIELD: p} if isinstance(p, bytes) else _pairs(p))
+        Entry(i.decode(), {FIELD: p} if isinstance(p, bytes) else pairs(p))
         for i, p in zip(ids, payloads, strict=True)
     ]
 
 
-def _pairs(flat: list[bytes]) -> dict[bytes, bytes]:
+def pairs(flat: list[bytes]) -> dict[bytes, bytes]:
+    """A flat field list [f1, v1, f2, v2, ...] as a mapping."""
     return dict(zip(flat[::2], flat[1::2], strict=True))
 
 

@@ -215,12 +215,12 @@ def ensure_redis(settings: Settings, data_dir: Path) -> tuple[str, EmbeddedRedis
     return server.url, server
 
 
-def can_bind(port: int) -> bool:
-    """Whether a server could listen on 127.0.0.1:`port` now (as redis-server binds it)."""
+def can_bind(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on `host`:`port` now (as redis-server binds it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(("127.0.0.1", port))
+            sock.bind((host, port))
         except OSError:
             return False
         return True

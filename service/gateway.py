@@ -1,6 +1,7 @@
 """The HTTP gateway: what frontends read, over HTTP and Server-Sent Events (DESIGN sections 4, 7).
 
-    GET /v1/sessions/{id}/updates    one SSE event per session frame; `id:` is the frame's cursor.
+    GET /v1/sessions/{id}/updates    one SSE event per session frame: `id:` is the frame's cursor,
+                                     `event:` its kind, `data:` its JSON as the worker stored it.
                                      Resume with `Last-Event-ID` (or `?from=`): every later frame,
                                      none twice. `?until_end=1` ends the stream after the first
                                      `turn_finished` or `agent_error`. Comment pings keep proxies
@@ -196,9 +197,9 @@ async def _events(
     hub: Hub, session: str, after: str | None, until_end: bool
 ) -> AsyncIterator[dict[str, Any]]:
     try:
-        async for frame in hub.subscribe(session, after):
-            data = encode_json(frame).decode()
-            yield {"id": frame.cursor, "event": type(frame).__struct_config__.tag, "data": data}
+        async for frame, raw in hub.subscribe(session, after):
+            kind = type(frame).__struct_config__.tag
+            yield {"id": frame.cursor, "event": kind, "data": raw.decode()}
             if until_end and isinstance(frame, ENDINGS):
                 return
     except SubscriberTooSlow:

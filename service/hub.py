@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 from redis.asyncio import Redis
 from redis.typing import StreamEntry
@@ -27,12 +27,20 @@ from redis.typing import StreamEntry
 from events.outbound import SessionUpdate
 from service.keys import keys_for_session
 from service.replies import xread
-from service.views import START, frame_of
+from service.views import FIELD, START, frame_of
 
 log = logging.getLogger("terminus.hub")
 
 BLOCK_MS: Final = 100  # how soon a new session joins the read
 COUNT: Final = 512
+
+
+class Delivery(NamedTuple):
+    """A frame and its JSON as stored (without its cursor, which is the entry id): encoded once
+    by the worker, sent as is to every subscriber."""
+
+    frame: SessionUpdate
+    raw: bytes
 
 
 class SubscriberTooSlow(Exception):
@@ -47,18 +55,17 @@ def _after(a: str, b: str) -> bool:
 
 
 class _Subscriber:
-    def __init__(self, session: str, cursor: str, limit: int) -> None:
-        self.session = session
+    def __init__(self, cursor: str, limit: int) -> None:
         self.cursor = cursor
-        self.queue: asyncio.Queue[SessionUpdate | None] = asyncio.Queue(limit)
+        self.queue: asyncio.Queue[Delivery | None] = asyncio.Queue(limit)
         self.cut = False
 
-    def offer(self, frame: SessionUpdate) -> None:
-        cursor = frame.cursor or START
+    def offer(self, delivery: Delivery) -> None:
+        cursor = delivery.frame.cursor or START
         if self.cut or not _after(cursor, self.cursor):
             return
         try:
-            self.queue.put_nowait(frame)
+            self.queue.put_nowait(delivery)
         except asyncio.QueueFull:
             self.cut = True
             with contextlib.suppress(asyncio.QueueFull):
@@ -80,12 +87,10 @@ class Hub:
         self._positions: dict[str, str] = {}  # session stream -> id read up to
         self._task: asyncio.Task[None] | None = None
 
-    async def subscribe(
-        self, session: str, after: str | None = None
-    ) -> AsyncIterator[SessionUpdate]:
+    async def subscribe(self, session: str, after: str | None = None) -> AsyncIterator[Delivery]:
         """The session's frames after `after` (None: all kept), then live ones, forever;
         raises `SubscriberTooSlow` if the consumer falls `queue_limit` frames behind."""
-        subscriber = _Subscriber(session, after or START, self.queue_limit)
+        subscriber = _Subscriber(after or START, self.queue_limit)
         key = self._key(session)
         self._subscribers.setdefault(key, set()).add(subscriber)
         position = self._positions.get(key)
@@ -94,10 +99,10 @@ class Hub:
         self._ensure_running()
         try:
             while True:
-                frame = await subscriber.queue.get()
-                if frame is None:
+                delivery = await subscriber.queue.get()
+                if delivery is None:
                     raise SubscriberTooSlow(session)
-                yield frame
+                yield delivery
         finally:
             watchers = self._subscribers.get(key, set())
             watchers.discard(subscriber)
@@ -136,11 +141,17 @@ class Hub:
             watchers = self._subscribers.get(key)
             if not watchers or not entries:
                 continue
-            frames = [frame_of(cast(StreamEntry, entry)) for entry in entries]
-            for frame in frames:
+            deliveries = [_delivery(cast(StreamEntry, entry)) for entry in entries]
+            for delivery in deliveries:
                 for subscriber in list(watchers):
-                    subscriber.offer(frame)
-            last = frames[-1].cursor or START
+                    subscriber.offer(delivery)
+            last = deliveries[-1].frame.cursor or START
             # A subscriber may have joined behind this read meanwhile: keep its position.
             if self._positions.get(key) == cursors[key]:
                 self._positions[key] = last
+
+
+def _delivery(entry: StreamEntry) -> Delivery:
+    fields = entry[1] or {}
+    raw = fields.get(FIELD, b"")
+    return Delivery(frame_of(entry), raw if isinstance(raw, bytes) else raw.encode())

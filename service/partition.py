@@ -29,6 +29,7 @@ from service.applier import (
     PartitionFold,
     Timeouts,
     decode_entries,
+    pairs,
     read_entries,
 )
 from service.commit import Batch, LeaseLost, Value, commit_ids, encode
@@ -215,5 +216,5 @@ def _entry(row: list[Any], deliveries: dict[str, int]) -> Entry:
     """An entry from claim.lua's reply: [id, [f1, v1, ...]], fields false if deleted."""
     entry_id = text(row[0])
     flat = row[1] if len(row) > 1 else None
-    fields = dict(zip(flat[::2], flat[1::2], strict=True)) if flat else None
+    fields = pairs(flat) if flat else None
     return Entry(entry_id, fields, deliveries.get(entry_id, 1))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from typing import Final
 from redis.asyncio import Redis
 
 from service.demo import run_demo
-from service.embedded import EmbeddedRedis, ensure_redis
+from service.embedded import EmbeddedRedis, can_bind, ensure_redis
 from service.settings import Settings
 
 STOP_TIMEOUT_S: Final = 20.0
@@ -83,7 +82,7 @@ def run_service(
     signal.signal(signal.SIGTERM, _raise_interrupt)
     url, server = ensure_redis(settings, DATA_DIR)
     extra = []
-    if http is not None and _free(*http):
+    if http is not None and can_bind(http[1], http[0]):
         extra.append(["gateway", "--http", f"{http[0]}:{http[1]}"])
         print(f"terminus: HTTP gateway on http://{http[0]}:{http[1]} "
               "(tokens: terminus token SESSION)", file=sys.stderr)  # fmt: skip
@@ -126,16 +125,6 @@ def _where(url: str, server: EmbeddedRedis | None) -> str:
     if server is None:
         return url
     return f"{url} (embedded, AOF in {server.data_dir})"
-
-
-def _free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
-        return True
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:
