@@ -1,0 +1,132 @@
+"""The inspector's reads (service/timeline.py) over what a real worker committed to Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Final
+
+import pytest
+from redis.asyncio import Redis
+
+from events.codec import encode_json
+from events.inbound import FinishStep, TextDelta, TextEnd, TextStart, Usage
+from service.keys import keys_for_session
+from service.producer import Producer, TurnPublisher
+from service.settings import Settings
+from service.timeline import SCAN_PAGE, find_session, recent_turns, timeline
+from service.worker import Worker
+from statemachines.outputs import Transition
+from statemachines.states import TurnState
+
+PARTITIONS: Final = 4
+
+
+@pytest.fixture
+async def producer(redis: Redis, prefix: str) -> AsyncIterator[Producer]:
+    settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)
+    worker = Worker(redis, settings)
+    working = asyncio.create_task(worker.run())
+    try:
+        yield Producer(redis, partitions=PARTITIONS, prefix=prefix)
+    finally:
+        await worker.stop()
+        await working
+
+
+async def text_attempt(turn: TurnPublisher, attempt: int, words: list[str], proof: bool) -> None:
+    await turn.start_attempt(attempt=attempt, provider="p", model="m")
+    await turn.emit(TextStart, part_id=f"a{attempt}")
+    for word in words:
+        await turn.emit(TextDelta, part_id=f"a{attempt}", delta=word)
+    await turn.emit(TextEnd, part_id=f"a{attempt}")
+    if proof:
+        usage = Usage(output_tokens=len(words))
+        await turn.emit(FinishStep, finish_reason="stop", raw_finish_reason="end_turn", usage=usage)
+    await turn.close_attempt()
+
+
+async def retried_turn(producer: Producer, session: str, turn_id: str) -> None:
+    """Attempt 1 is cut (no terminal proof), attempt 2 finishes."""
+    turn = producer.turn(session, turn_id)
+    await turn.start()
+    await text_attempt(turn, 1, ["lost ", "words"], proof=False)
+    await text_attempt(turn, 2, ["kept ", "words ", "here"], proof=True)
+
+
+async def settled(redis: Redis, prefix: str, session: str, turn_id: str) -> None:
+    deadline = time.monotonic() + 20
+    while True:
+        found = await timeline(redis, session, turn_id, PARTITIONS, prefix)
+        if found is not None and found.turn.state is TurnState.FINISHED:
+            return
+        assert time.monotonic() < deadline, "the turn did not finish"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_retried_turn_shows_every_state_change_the_discard_and_the_retry(
+    redis: Redis, prefix: str, producer: Producer
+) -> None:
+    await retried_turn(producer, "s-1", "t-1")
+    await settled(redis, prefix, "s-1", "t-1")
+    found = await timeline(redis, "s-1", "t-1", PARTITIONS, prefix)
+    assert found is not None
+    assert found.complete
+    states = [i.detail["dest"] for i in found.items if i.kind == "transition"]
+    assert states == ["streaming", "truncated", "retrying", "streaming", "awaiting_terminal",
+                      "finished"]  # fmt: skip
+    kinds = [i.kind for i in found.items if i.kind != "transition"]
+    assert kinds == ["attempt_discarded", "retrying", "message_committed", "turn_finished"]
+    discarded = next(i for i in found.items if i.kind == "attempt_discarded")
+    assert (discarded.attempt, discarded.detail["part_ids"]) == (1, ["a1"])
+    assert found.chunks == {"1.1": 2, "1.2": 3}
+    assert [i.at_ms for i in found.items] == sorted(i.at_ms for i in found.items)
+    assert [h.outcome for h in found.turn.history] == ["truncated", "finished"]
+
+
+async def test_a_turn_is_found_by_its_id_alone_and_only_in_its_own_session(
+    redis: Redis, prefix: str, producer: Producer
+) -> None:
+    await retried_turn(producer, "s-2", "t-2")
+    await settled(redis, prefix, "s-2", "t-2")
+    assert await find_session(redis, "t-2", PARTITIONS, prefix) == "s-2"
+    assert await find_session(redis, "t-none", PARTITIONS, prefix) is None
+    assert await timeline(redis, "s-other", "t-2", PARTITIONS, prefix) is None
+
+
+async def test_recent_turns_lists_each_turn_once_with_its_latest_state_newest_first(
+    redis: Redis, prefix: str, producer: Producer
+) -> None:
+    for n in range(3):
+        await retried_turn(producer, f"s-{n}", f"t-{n}")
+        await settled(redis, prefix, f"s-{n}", f"t-{n}")
+    listed = await recent_turns(redis, PARTITIONS, prefix)
+    assert [s.turn_id for s in listed] == ["t-2", "t-1", "t-0"]
+    assert {s.state for s in listed} == {"finished"}
+    assert [s.turn_id for s in await recent_turns(redis, PARTITIONS, prefix, limit=1)] == ["t-2"]
+
+
+async def test_a_turn_whose_start_is_many_pages_back_is_still_found_whole(
+    redis: Redis, prefix: str, producer: Producer
+) -> None:
+    await retried_turn(producer, "s-3", "t-3")
+    await settled(redis, prefix, "s-3", "t-3")
+    found = await timeline(redis, "s-3", "t-3", PARTITIONS, prefix)
+    assert found is not None
+    key = keys_for_session("s-3", PARTITIONS, prefix).transitions
+    filler = encode_json(
+        Transition(
+            session_id="x", turn_id="x", step=1, attempt=1, source="a", dest="b", trigger="c"
+        )
+    )
+    async with redis.pipeline(transaction=False) as pipe:
+        for _ in range(SCAN_PAGE * 2 + 5):
+            pipe.xadd(key, {b"e": filler})
+        await pipe.execute()
+    again = await timeline(redis, "s-3", "t-3", PARTITIONS, prefix)
+    assert again is not None
+    assert again.complete
+    assert [i for i in again.items if i.kind == "transition"] == [
+        i for i in found.items if i.kind == "transition"
+    ]
