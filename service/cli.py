@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from events.adapters import PROVIDERS
 from service.cli_gateway import DEFAULT_HTTP, add_gateway_commands, host_port
+from service.cli_inspect import add_inspect_command
 from service.cli_publish import add_publish_command
 from service.cli_read import add_read_commands, handler
 
@@ -57,9 +58,13 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 async def _replay(redis: Redis, settings: Settings, args: argparse.Namespace) -> int:
+    from service.render import progress_bar
     from service.replay import replay
 
-    report = await replay(redis, settings, verify=args.verify, target=args.into, keep=args.keep)
+    with progress_bar("replaying entries") as progress:
+        report = await replay(
+            redis, settings, verify=args.verify, target=args.into, keep=args.keep, progress=progress
+        )
     print(f"replayed {report.entries} entries of {report.partitions} partitions")
     if report.differences:
         print(f"DIFFERENT ({len(report.differences)}): {report.differences[0]}")
@@ -128,13 +133,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild every projection from the inbound logs under another prefix",
         description="Rebuilds sessions, messages, partials, snapshots, commands, transitions "
         "and dead letters from the logs. With --verify, compares them with the live ones and "
-        "exits 1 printing the first difference. Run it on a quiet pool.",
+        "exits 1 printing the first difference. Run it on a quiet pool. On a terminal, a "
+        "progress bar on stderr counts the entries replayed.",
     )
     replay.add_argument("--verify", action="store_true", help="compare with the live keys")
     replay.add_argument("--into", metavar="PREFIX", default=None, help="default <prefix>-replay")
     replay.add_argument("--keep", action="store_true", help="keep the rebuilt keys")
     replay.set_defaults(handler=handler(_replay))
     add_read_commands(sub)
+    add_inspect_command(sub)
     add_publish_command(sub)
     add_gateway_commands(sub)
     return parser

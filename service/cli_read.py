@@ -24,8 +24,8 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from events.outbound import PersistedMessage, SessionUpdate, TextPart
-from service import embedded, views
+from events.outbound import SessionUpdate
+from service import embedded, render, views
 from service.settings import Settings, SettingsError
 from service.settings import from_env as settings_from_env
 
@@ -33,7 +33,6 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Body = Callable[[Redis, Settings, argparse.Namespace], Awaitable[int]]
 
 CURSOR = re.compile(r"\d+(-\d+)?")
-_FRAME_IDENTITY = ("sessionUpdate", "session_id", "turn_id", "cursor")
 
 
 class CommandError(Exception):
@@ -89,8 +88,9 @@ def _add_messages(sub: Subparsers) -> None:
     cmd = sub.add_parser(
         "messages",
         help="a session's persisted messages, in commit order",
-        description="Print the persisted messages of SESSION: one line each (message id, "
-        "finish reason, text), or with --json one JSON array of the full messages.",
+        description="Print the persisted messages of SESSION: a table each (identity, "
+        "provider/model, finish reason, usage, one row per part with text previews and tool "
+        "calls), or with --json one JSON array of the full messages.",
     )
     cmd.add_argument("session", metavar="SESSION")
     cmd.add_argument("--json", action="store_true", help="one JSON array of messages")
@@ -106,14 +106,10 @@ async def _messages(redis: Redis, settings: Settings, args: argparse.Namespace) 
         return 0
     if not found:
         print(f"terminus messages: no messages in session {args.session!r}", file=sys.stderr)
+    out = render.console()
     for message in found:
-        print(_message_line(message))
+        out.print(render.message_view(message))
     return 0
-
-
-def _message_line(message: PersistedMessage) -> str:
-    text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
-    return f"{message.message_id} [{message.finish_reason}] {text}"
 
 
 # updates
@@ -123,8 +119,9 @@ def _add_updates(sub: Subparsers) -> None:
     cmd = sub.add_parser(
         "updates",
         help="a session's update frames, as a frontend reads them",
-        description="Print the frames of SESSION after CURSOR (exclusive), one per line, each "
-        "with its cursor. --follow keeps printing new frames until Ctrl-C.",
+        description="Print the frames of SESSION after CURSOR (exclusive), one per line: "
+        "cursor, kind, turn, step.attempt, then the delta or the key fields. --follow keeps "
+        "printing each new frame as it is committed until Ctrl-C.",
     )
     cmd.add_argument("session", metavar="SESSION")
     cmd.add_argument(
@@ -142,32 +139,28 @@ def _add_updates(sub: Subparsers) -> None:
 async def _updates(redis: Redis, settings: Settings, args: argparse.Namespace) -> int:
     session, after = args.session, args.cursor
     partitions, prefix = settings.partitions, settings.prefix
+    show = _frame_printer(args.json)
     if args.follow:
         follow = views.follow_updates(
             redis, session, after=after, partitions=partitions, prefix=prefix
         )
         async for frame in follow:
-            print(_frame_line(frame, args.json), flush=True)
+            show(frame)  # each frame as it comes: a follow must never sit on what it has read
         return 0
     frames = await views.session_updates(
         redis, session, after=after, partitions=partitions, prefix=prefix
     )
     for frame in frames:
-        print(_frame_line(frame, args.json))
+        show(frame)
     return 0
 
 
-def _frame_line(frame: SessionUpdate, as_json: bool) -> str:
-    """JSON, or `CURSOR TAG turn=T key=value...` with values in JSON."""
+def _frame_printer(as_json: bool) -> Callable[[SessionUpdate], None]:
+    """Print one frame: its JSON, or `render.frame_line` kept on one line whatever its width."""
     if as_json:
-        return msgspec.json.encode(frame).decode()
-    fields = msgspec.to_builtins(frame)
-    details = " ".join(
-        f"{k}={msgspec.json.encode(v).decode()}"
-        for k, v in fields.items()
-        if k not in _FRAME_IDENTITY
-    )
-    return f"{frame.cursor} {fields['sessionUpdate']} turn={frame.turn_id} {details}".rstrip()
+        return lambda frame: print(msgspec.json.encode(frame).decode(), flush=True)
+    out = render.console()
+    return lambda frame: out.print(render.frame_line(frame), soft_wrap=True)
 
 
 # dlq

@@ -15,7 +15,7 @@ quiet pool: entries still pending are reported as a difference, not guessed at.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Final, cast
 
@@ -33,6 +33,8 @@ from service.verify import compare
 REPLAYER: Final = "replay"
 DELIVERED: Final = "delivered "
 
+Progress = Callable[[int, int], None]  # (entries folded so far, entries in the logs)
+
 
 @dataclass
 class ReplayReport:
@@ -45,15 +47,47 @@ class ReplayReport:
         return not self.differences
 
 
-async def rebuild(redis: Redis, settings: Settings, target: str) -> int:
-    """Fold every partition's log into `target`; returns how many entries were folded."""
-    total = 0
+@dataclass
+class _Tally:
+    """Entries folded so far, passed on to a progress hook after each page."""
+
+    total: int
+    progress: Progress | None
+    done: int = 0
+
+    def add(self, count: int) -> None:
+        self.done += count
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+async def rebuild(
+    redis: Redis, settings: Settings, target: str, progress: Progress | None = None
+) -> int:
+    """Fold every partition's log into `target`; returns how many entries were folded.
+
+    `progress(done, total)` is called after each page: entries folded so far, and the entries
+    the logs held when the rebuild began (entries not yet delivered to the group are not folded,
+    so `done` may end below `total` on a busy pool)."""
+    total = await _logged(redis, settings) if progress is not None else 0
+    tally = _Tally(total, progress)
+    tally.add(0)  # the total is known before the first page is folded
     for partition in range(settings.partitions):
-        total += await _rebuild_partition(redis, settings, partition, target)
-    return total
+        await _rebuild_partition(redis, settings, partition, target, tally.add)
+    return tally.done
 
 
-async def _rebuild_partition(redis: Redis, settings: Settings, partition: int, target: str) -> int:
+async def _logged(redis: Redis, settings: Settings) -> int:
+    async with redis.pipeline(transaction=False) as pipe:
+        for partition in range(settings.partitions):  # one XLEN per key: each its own slot
+            pipe.xlen(Keys(partition, settings.prefix).inbound)
+        lengths: list[int] = await pipe.execute()
+    return sum(lengths)
+
+
+async def _rebuild_partition(
+    redis: Redis, settings: Settings, partition: int, target: str, folded: Callable[[int], None]
+) -> None:
     live, into = Keys(partition, settings.prefix), Keys(partition, target)
     timeouts = Timeouts(settings.stall_timeout_ms, settings.tool_timeout_ms)
     fold = PartitionFold(into, settings.core(), timeouts, settings.session_maxlen, live.inbound)
@@ -61,7 +95,6 @@ async def _rebuild_partition(redis: Redis, settings: Settings, partition: int, t
     assert epoch is not None, f"another replay holds {into.lease}"
     lease = lease_value(REPLAYER, epoch)
     forced = await _forced_dead(redis, live)
-    count = 0
     async for entries in _log(redis, live, settings.batch_size):
         decoded = decode_entries(entries, settings.max_deliveries, forced)
         await load_turns(redis, fold, fold.missing(decoded))
@@ -69,9 +102,8 @@ async def _rebuild_partition(redis: Redis, settings: Settings, partition: int, t
         batch.acks.clear()  # nothing to ack: the log is read with XRANGE, not the group
         await commit_or_raise(redis, into, lease, batch)
         fold.settle()
-        count += len(entries)
+        folded(len(entries))
     await Leases(redis, target).release(partition, REPLAYER, epoch)
-    return count
 
 
 async def _forced_dead(redis: Redis, live: Keys) -> dict[str, str]:
@@ -130,15 +162,16 @@ async def replay(
     verify: bool = False,
     target: str | None = None,
     keep: bool = False,
+    progress: Progress | None = None,
 ) -> ReplayReport:
     """Rebuild into `target` (default `<prefix>-replay`, cleared first), compare if asked, and
-    remove the rebuilt keys unless `keep`."""
+    remove the rebuilt keys unless `keep`; `progress` is told of the rebuild as in `rebuild`."""
     target = target or f"{settings.prefix}-replay"
     if target == settings.prefix:
         raise ValueError("replay must write under another prefix than the live one")
     await clear_prefix(redis, target)
     report = ReplayReport(partitions=settings.partitions)
-    report.entries = await rebuild(redis, settings, target)
+    report.entries = await rebuild(redis, settings, target, progress)
     if verify:
         for partition, count in sorted((await pending_counts(redis, settings)).items()):
             report.differences.append(f"p{partition}: {count} entries pending, not yet committed")

@@ -11,6 +11,7 @@ they show the replay's view.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any, Final, cast
 
@@ -117,7 +118,7 @@ async def timeline(
     mine = [f for f in frames if f.turn_id == turn_id]
     items = sorted(
         [*changes, *(_frame_item(f) for f in mine if not isinstance(f, CHUNKS))],
-        key=lambda item: (item.at_ms, item.kind != "transition"),
+        key=_causal,
     )
     return Timeline(turn=turn, items=items, chunks=_chunk_counts(mine), complete=complete)
 
@@ -166,6 +167,17 @@ def _frame_item(frame: SessionUpdate) -> TimelineItem:
         attempt=getattr(frame, "attempt", None),
         detail=detail,
     )
+
+
+def _causal(item: TimelineItem) -> tuple[int, float, float, bool]:
+    """Order within one commit, where both streams share a millisecond and no sequence: by step
+    and attempt, state changes first; a `retrying` frame closes the attempt before the one it
+    announces, and what names no attempt (commit, end) comes after the attempts of its step."""
+    step = math.inf if item.step is None else item.step
+    attempt = math.inf if item.attempt is None else item.attempt
+    if item.kind == "retrying":
+        attempt -= 1
+    return item.at_ms, step, attempt, item.kind != "transition"
 
 
 def _chunk_counts(frames: Iterable[SessionUpdate]) -> dict[str, int]:

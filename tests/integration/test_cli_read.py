@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import re
 import socket
 from collections.abc import AsyncGenerator, Iterator
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -14,9 +15,25 @@ from redis import Redis
 from redis.typing import EncodableT, FieldT
 
 from events.codec import decode_event, encode_json
+from events.errors import LLMErrorPayload
 from events.inbound import AttemptStarted, InboundEvent, TurnStarted, Usage
-from events.outbound import AgentMessageChunk, PersistedMessage, SessionUpdate, TextPart
-from service import embedded, views
+from events.outbound import (
+    AgentError,
+    AgentMessageChunk,
+    AttemptDiscarded,
+    MessageCommitted,
+    PersistedMessage,
+    ReasoningPart,
+    Retrying,
+    SessionUpdate,
+    StepFinishPart,
+    StepStartPart,
+    TextPart,
+    ToolCallUpdate,
+    ToolPart,
+    TurnFinished,
+)
+from service import embedded, render, views
 from service.cli import main
 from service.cli_publish import Published
 from service.embedded import answers_ping, ensure_redis, free_port
@@ -31,6 +48,7 @@ P = 4
 SESSION = "s-views"
 DEMO = Path(__file__).parents[2] / "service" / "demo_transcripts"
 UNREACHABLE = "redis://127.0.0.1:1/0"
+ANSI = re.compile(r"\x1b\[")
 Entry = tuple[bytes, dict[bytes, bytes]]
 
 
@@ -107,6 +125,22 @@ def lines(text: str) -> list[str]:
     return text.splitlines()
 
 
+def tables(text: str) -> list[str]:
+    """The message tables of `messages` output, split at each table's title line."""
+    return re.split(r"^(?=assistant )", text, flags=re.MULTILINE)[1:]
+
+
+def assert_two_messages_in_order(out: str) -> None:
+    """`add_messages`' messages, one table each in commit order: id, finish reason and text."""
+    first, second = tables(out)
+    assert first.startswith("assistant m-b  turn t-1  p/m")
+    assert second.startswith("assistant m-a  turn t-1  p/m")
+    for table, text in ((first, "hello"), (second, "again")):
+        assert re.search(rf"^ +text +p-1 +{text} *$", table, re.MULTILINE)
+        assert "finish_reason=stop  usage in=0 out=0" in table
+    assert not ANSI.search(out)
+
+
 @pytest.mark.usefixtures("env")
 def test_messages_json_is_one_array_in_commit_order(
     store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
@@ -123,7 +157,7 @@ def test_messages_text_shows_id_finish_reason_and_text(
 ) -> None:
     add_messages(store, prefix)
     assert main(["messages", SESSION]) == 0
-    assert lines(capsys.readouterr().out) == ["m-b [stop] hello", "m-a [stop] again"]
+    assert_two_messages_in_order(capsys.readouterr().out)
 
 
 @pytest.mark.usefixtures("env")
@@ -150,8 +184,7 @@ def test_updates_text_is_one_readable_line_per_frame(
     ids = add_frames(store, prefix, 2)
     assert main(["updates", SESSION]) == 0
     assert lines(capsys.readouterr().out) == [
-        f'{ids[n]} agent_message_chunk turn=t-1 step=1 attempt=1 part_id="p-1" delta="d{n}"'
-        for n in range(2)
+        f'{ids[n]} agent_message_chunk turn=t-1 1.1 p-1 "d{n}"' for n in range(2)
     ]
 
 
@@ -169,6 +202,139 @@ def test_follow_prints_until_ctrl_c_then_exits_quietly(
     [line] = lines(captured.out)
     assert msgspec.json.decode(line, type=SessionUpdate).cursor == "7-0"
     assert captured.err == ""
+
+
+def rich_message() -> PersistedMessage:
+    """Two steps: reasoning, text that looks like markup, two tool calls, then an answer."""
+    return PersistedMessage(
+        message_id="m-rich",
+        session_id=SESSION,
+        turn_id="t-2",
+        parts=[
+            StepStartPart(step=1),
+            ReasoningPart(part_id="r-1", text="think\nfirst"),
+            TextPart(part_id="p-1", text="see [bold]this[/bold] :smile:"),
+            ToolPart(tool_call_id="c-1", name="search", input={"q": "x"}, state="completed",
+                     output="found"),
+            ToolPart(tool_call_id="c-2", name="fetch", input=None, state="error",
+                     error="tool result missing"),
+            StepFinishPart(step=1, finish_reason="tool-calls", usage=Usage(input_tokens=5)),
+            StepStartPart(step=2),
+            TextPart(part_id="p-2", text="x" * 200),
+            StepFinishPart(step=2, finish_reason="stop", usage=Usage(output_tokens=4)),
+        ],
+        finish_reason="stop",
+        usage=Usage(input_tokens=5, output_tokens=4, reasoning_tokens=2),
+        provider="anthropic",
+        model="claude-x",
+    )  # fmt: skip
+
+
+@pytest.mark.usefixtures("env")
+def test_messages_text_summarises_every_kind_of_part(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    msg = rich_message()
+    store.hset(keys(prefix).messages(SESSION), msg.message_id, encode_json(msg))
+    store.zadd(keys(prefix).message_order(SESSION), {msg.message_id: 1})
+    assert main(["messages", SESSION]) == 0
+    out = capsys.readouterr().out
+    assert not ANSI.search(out)
+    rows = [line.strip() for line in lines(out)]
+    assert rows[0] == "assistant m-rich  turn t-2  anthropic/claude-x"
+    assert "finish_reason=stop  usage in=5 out=4 reasoning=2" in rows
+    for row in [
+        r"1 +step-start",
+        r"1 +reasoning +r-1 +think⏎first",
+        r"1 +text +p-1 +see \[bold\]this\[/bold\] :smile:",  # user text, not markup
+        r'1 +tool +c-1 +search \[completed\] input=\{"q":"x"\} -> found',
+        r"1 +tool +c-2 +fetch \[error\] input=null -> tool result missing",
+        r"1 +step-finish +finish_reason=tool-calls in=5 out=0",
+        r"2 +text +p-2 +x{79}…",  # a preview, not the whole text
+        r"2 +step-finish +finish_reason=stop in=0 out=4",
+    ]:
+        assert any(re.fullmatch(row, r) for r in rows), (row, rows)
+
+
+def frames_of_every_kind() -> list[SessionUpdate]:
+    ids: dict[str, Any] = {"session_id": SESSION, "turn_id": "t-1"}
+    error = LLMErrorPayload(
+        type="rate_limit", message="slow down", retryable=True, status=429, retry_after_seconds=2.0
+    )
+    return [
+        AttemptDiscarded(**ids, step=1, attempt=1, part_ids=["p-1"], reason="missing_terminal"),
+        Retrying(**ids, step=1, attempt=2, max_attempts=3, delay_ms=250, reason="rate_limit",
+                 error=error),
+        ToolCallUpdate(**ids, step=1, attempt=2, tool_call_id="c-1", tool_name="search",
+                       status="completed", output="found"),
+        MessageCommitted(**ids, message_id="m-1", step=1),
+        AgentError(**ids, error=error),
+        TurnFinished(**ids, stopReason="end_turn", usage=Usage(output_tokens=3)),
+    ]  # fmt: skip
+
+
+@pytest.mark.usefixtures("env")
+def test_updates_text_gives_the_key_fields_of_each_kind_of_frame(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = keys(prefix).session(SESSION)
+    ids = [xadd(store, key, {"e": encode_json(f)}) for f in frames_of_every_kind()]
+    assert main(["updates", SESSION]) == 0
+    out = capsys.readouterr().out
+    assert not ANSI.search(out)
+    error = "(rate_limit: slow down retryable status=429 retry_after=2.0s)"
+    assert lines(out) == [
+        f'{ids[0]} attempt_discarded   turn=t-1 1.1 part_ids=["p-1"] reason="missing_terminal"',
+        f'{ids[1]} retrying            turn=t-1 1.2 max_attempts=3 delay_ms=250 '
+        f'reason="rate_limit" error={error}',
+        f'{ids[2]} tool_call_update    turn=t-1 1.2 tool_call_id="c-1" tool_name="search" '
+        f'input=null status="completed" output="found" error=null',
+        f'{ids[3]} message_committed   turn=t-1 1 message_id="m-1"',
+        f'{ids[4]} agent_error         turn=t-1 error={error} stopReason="error"',
+        f'{ids[5]} turn_finished       turn=t-1 stopReason="end_turn" usage=(in=0 out=3)',
+    ]  # fmt: skip
+    assert main(["updates", SESSION, "--json"]) == 0
+    assert lines(capsys.readouterr().out) == [
+        encode_json(msgspec.structs.replace(f, cursor=i)).decode()
+        for f, i in zip(frames_of_every_kind(), ids, strict=True)
+    ]
+
+
+@pytest.mark.usefixtures("env")
+def test_follow_prints_each_frame_before_the_next_arrives(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[str] = []
+
+    async def slow(*args: object, **kwargs: object) -> AsyncGenerator[SessionUpdate, None]:
+        for n in range(2):
+            yield msgspec.structs.replace(chunk(n), cursor=f"{7 + n}-0")
+            seen.append(capsys.readouterr().out)  # what the terminal shows before frame n+1
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(views, "follow_updates", slow)
+    assert main(["updates", SESSION, "--follow"]) == 0
+    assert seen == [
+        '7-0 agent_message_chunk turn=t-1 1.1 p-1 "d0"\n',
+        '8-0 agent_message_chunk turn=t-1 1.1 p-1 "d1"\n',
+    ]
+    assert capsys.readouterr() == ("", "")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_is_for_terminals_only() -> None:
+    """The other tests' "no escape codes" would pass for a renderer that never colours."""
+    frame = frames_of_every_kind()[4]
+    tty, pipe = Terminal(), io.StringIO()
+    for stream in (tty, pipe):
+        render.console(stream).print(render.frame_line(frame), soft_wrap=True)
+    assert ANSI.search(tty.getvalue())
+    assert not ANSI.search(pipe.getvalue())
+    assert ANSI.sub("", re.sub(r"\x1b\[[0-9;]*m", "", tty.getvalue())) == pipe.getvalue()
 
 
 @pytest.mark.usefixtures("env")
@@ -315,7 +481,7 @@ def test_commands_find_the_run_server_at_the_default_url(
         with Redis.from_url(url) as client:
             add_messages(client, "default-url")
         assert main(["messages", SESSION]) == 0
-        assert lines(capsys.readouterr().out) == ["m-b [stop] hello", "m-a [stop] again"]
+        assert_two_messages_in_order(capsys.readouterr().out)
     finally:
         server.stop()
 

@@ -6,6 +6,7 @@ projections is reported, first difference first, by the function and by `terminu
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -31,6 +32,7 @@ from service.commit import FIELD
 from service.feeding import publish_attempt
 from service.keys import GROUP, Keys, keys_for_session
 from service.producer import Producer
+from service.render import progress_bar
 from service.replay import replay
 from service.replies import StreamEntry
 from service.settings import Settings
@@ -264,6 +266,52 @@ async def test_the_cli_exits_0_when_identical_and_1_with_the_difference(
     assert await asyncio.to_thread(main, ["replay", "--verify"]) == 1
     out = capsys.readouterr().out
     assert f"DIFFERENT (1): {expected}" in out
+
+
+async def test_progress_counts_up_to_every_inbound_entry(redis: Redis, traffic: Settings) -> None:
+    logged = sum([await redis.xlen(Keys(p, traffic.prefix).inbound) for p in range(PARTITIONS)])
+    reports: list[tuple[int, int]] = []
+    report = await replay(redis, traffic, verify=True, progress=lambda *r: reports.append(r))
+    assert report.differences == []
+    assert reports[-1] == (logged, logged) == (report.entries, logged)
+    assert reports[0] == (0, logged), "the total is told before the first page"
+    done = [d for d, _ in reports]
+    assert done == sorted(done)
+    assert len(set(done)) > 2, "told after each page, not only at the start and the end"
+    assert {t for _, t in reports} == {logged}
+
+
+async def test_the_cli_draws_no_progress_bar_off_a_terminal(
+    redis_url: str,
+    traffic: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("TERMINUS_PREFIX", traffic.prefix)
+    monkeypatch.setenv("TERMINUS_PARTITIONS", str(PARTITIONS))
+    assert await asyncio.to_thread(main, ["replay"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out.startswith("replayed ")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_progress_bar_and_a_pipe_none() -> None:
+    tty, pipe = Terminal(), io.StringIO()
+    with progress_bar("replaying entries", tty) as hook:
+        assert hook is not None
+        hook(2, 5)
+        hook(5, 5)
+    assert "replaying entries" in tty.getvalue()
+    assert "5/5" in tty.getvalue()
+    with progress_bar("replaying entries", pipe) as none:
+        assert none is None
+    assert pipe.getvalue() == ""
 
 
 async def test_replay_reproduces_what_the_stall_timer_decided(redis: Redis, prefix: str) -> None:

@@ -78,6 +78,10 @@ async def test_a_retried_turn_shows_every_state_change_the_discard_and_the_retry
                       "finished"]  # fmt: skip
     kinds = [i.kind for i in found.items if i.kind != "transition"]
     assert kinds == ["attempt_discarded", "retrying", "message_committed", "turn_finished"]
+    story = [i.detail.get("trigger", i.kind) for i in found.items]
+    assert story == ["start_attempt", "truncate", "schedule_retry", "attempt_discarded",
+                     "retrying", "start_attempt", "finish_step", "prove", "message_committed",
+                     "turn_finished"]  # fmt: skip
     discarded = next(i for i in found.items if i.kind == "attempt_discarded")
     assert (discarded.attempt, discarded.detail["part_ids"]) == (1, ["a1"])
     assert found.chunks == {"1.1": 2, "1.2": 3}

@@ -1,0 +1,174 @@
+"""`terminus inspect TURN` over a turn a real worker committed: cut, retried, then finished."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Final
+
+import msgspec
+import pytest
+from redis.asyncio import Redis
+
+from events.inbound import FinishStep, TextDelta, TextEnd, TextStart, Usage
+from service.cli import main
+from service.keys import keys_for_session
+from service.producer import Producer, TurnPublisher
+from service.settings import Settings
+from service.timeline import Timeline, timeline
+from service.worker import Worker
+from statemachines.states import TurnState
+
+PARTITIONS: Final = 4
+SESSION: Final = "s-inspect"
+TURN: Final = "t-inspect"
+ANSI: Final = re.compile(r"\x1b\[")
+
+
+async def text_attempt(turn: TurnPublisher, attempt: int, words: list[str], proof: bool) -> None:
+    await turn.start_attempt(attempt=attempt, provider="p", model="m")
+    await turn.emit(TextStart, part_id=f"a{attempt}")
+    for word in words:
+        await turn.emit(TextDelta, part_id=f"a{attempt}", delta=word)
+    await turn.emit(TextEnd, part_id=f"a{attempt}")
+    if proof:
+        usage = Usage(input_tokens=7, output_tokens=len(words))
+        await turn.emit(FinishStep, finish_reason="stop", raw_finish_reason="end_turn", usage=usage)
+    await turn.close_attempt()
+
+
+async def finished(redis: Redis, prefix: str) -> Timeline:
+    deadline = time.monotonic() + 20
+    while True:
+        found = await timeline(redis, SESSION, TURN, PARTITIONS, prefix)
+        if found is not None and found.turn.state is TurnState.FINISHED:
+            return found
+        assert time.monotonic() < deadline, "the turn did not finish"
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture
+async def retried(
+    redis: Redis, redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> Timeline:
+    """Attempt 1 is cut (no terminal proof), attempt 2 finishes; the worker is stopped before
+    the test looks, and the commands are pointed at its keys. Yields the turn's timeline."""
+    monkeypatch.setenv("REDIS_URL", redis_url)
+    monkeypatch.setenv("TERMINUS_PREFIX", prefix)
+    monkeypatch.setenv("TERMINUS_PARTITIONS", str(PARTITIONS))
+    worker = Worker(redis, Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100))
+    working = asyncio.create_task(worker.run())
+    try:
+        turn = Producer(redis, partitions=PARTITIONS, prefix=prefix).turn(SESSION, TURN)
+        await turn.start()
+        await text_attempt(turn, 1, ["lost ", "words"], proof=False)
+        await text_attempt(turn, 2, ["kept ", "words ", "here"], proof=True)
+        await finished(redis, prefix)
+    finally:
+        await worker.stop()
+        await working
+    # Read again once the worker is stopped: the attempt's close, after its proof, may have
+    # been applied after `finished` looked (it counts as a late event in the snapshot).
+    found = await timeline(redis, SESSION, TURN, PARTITIONS, prefix)
+    assert found is not None
+    return found
+
+
+async def inspect(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run `terminus inspect` in a thread (it runs its own event loop); status, out, err."""
+    status = await asyncio.to_thread(main, ["inspect", *argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def positions(text: str, wanted: list[str]) -> list[int]:
+    """Where each of `wanted` first occurs in `text`, searching on from the previous one."""
+    found, start = [], 0
+    for needle in wanted:
+        at = text.find(needle, start)
+        assert at >= 0, f"{needle!r} missing after offset {start}:\n{text}"
+        found.append(at)
+        start = at + len(needle)
+    return found
+
+
+async def test_the_human_output_tells_the_whole_story_in_order(
+    retried: Timeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, err = await inspect(capsys, TURN, "--session", SESSION)
+    assert (status, err) == (0, "")
+    assert not ANSI.search(out), "no escape codes when stdout is not a terminal"
+    assert re.search(r"^state +finished *$", out, re.MULTILINE)
+    assert re.search(r"^session +s-inspect *$", out, re.MULTILINE)
+    assert re.search(r"^usage +in=7 out=3 *$", out, re.MULTILINE)
+    changes = [i.detail for i in retried.items if i.kind == "transition"]
+    assert [c["dest"] for c in changes] == ["streaming", "truncated", "retrying", "streaming",
+                                            "awaiting_terminal", "finished"]  # fmt: skip
+    story = [f"{c['source']} -> {c['dest']} ({c['trigger']})" for c in changes]
+    timeline_part = out[out.index("timeline") :]
+    positions(timeline_part, story)
+    # Frames follow in their own order; one commit can hold several state changes and frames
+    # with the same millisecond, so frames are not placed between the changes of one commit.
+    retry = next(i for i in retried.items if i.kind == "retrying")
+    delay = retry.detail["delay_ms"]
+    frames = ["discarded parts a1 (missing_terminal)",
+              f"retry as attempt 2 of {retry.detail['max_attempts']} in {delay} ms",
+              "committed message ", "end: end_turn, usage in=7 out=3"]  # fmt: skip
+    positions(timeline_part, frames)
+    assert re.search(r"^ *1\.1 +truncated +missing_terminal", out, re.MULTILINE)
+    assert re.search(r"^ *1\.2 +finished +stop", out, re.MULTILINE)
+    assert "text and reasoning chunks per step.attempt: 1.1=2, 1.2=3" in out
+
+
+async def test_json_is_the_timeline_the_gateway_serves(
+    redis: Redis, prefix: str, retried: Timeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out, _ = await inspect(capsys, TURN, "--session", SESSION, "--json")
+    assert status == 0
+    assert out.endswith("}\n")
+    assert out.count("\n") == 1
+    assert msgspec.json.decode(out, type=Timeline) == retried
+    assert msgspec.json.decode(out, type=Timeline) == await timeline(
+        redis, SESSION, TURN, PARTITIONS, prefix
+    )
+
+
+async def test_without_session_the_turn_is_found_by_its_id(
+    retried: Timeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    given = await inspect(capsys, TURN, "--session", SESSION)
+    looked_up = await inspect(capsys, TURN)
+    assert looked_up == given
+    assert "finished" in looked_up[1]
+    status, out, _ = await inspect(capsys, TURN, "--json")
+    assert (status, msgspec.json.decode(out, type=Timeline)) == (0, retried)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["t-none"], "terminus inspect: no turn 't-none'"),
+        (["t-none", "--json"], "terminus inspect: no turn 't-none'"),
+        (
+            [TURN, "--session", "s-other"],
+            f"terminus inspect: no turn '{TURN}' in session 's-other'",
+        ),
+    ],
+)
+async def test_an_unknown_turn_is_one_line_on_stderr_and_status_1(
+    retried: Timeline, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    status, out, err = await inspect(capsys, *argv)
+    assert (status, out) == (1, "")
+    assert err.splitlines() == [message]
+
+
+async def test_an_unreadable_snapshot_is_one_line_on_stderr_and_status_1(
+    redis: Redis, prefix: str, retried: Timeline, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await redis.set(keys_for_session(SESSION, PARTITIONS, prefix).turn(TURN), b"\x80")
+    status, out, err = await inspect(capsys, TURN, "--session", SESSION)
+    assert (status, out) == (1, "")
+    [line] = err.splitlines()
+    assert line.startswith(f"terminus inspect: turn '{TURN}': unreadable snapshot: ")
