@@ -1,7 +1,10 @@
 """Inbound stream events: what producers publish for a turn (DESIGN section 2).
 
 Every event is a frozen msgspec Struct in one tagged union on `type`. Tags and field names are a
-persistent wire contract: never rename one; new fields get defaults.
+persistent wire contract: never rename one; new fields get defaults. `v` is the contract version
+the producer wrote (absent means 1); a breaking change bumps it and ships an upcaster from the
+previous version, and a worker refuses versions newer than its own (events/versions.py,
+docs/schema.md).
 """
 
 from __future__ import annotations

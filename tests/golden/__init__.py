@@ -1,0 +1,1 @@
+"""Golden logs of the inbound contract, one directory per version (README.md)."""
