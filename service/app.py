@@ -22,6 +22,7 @@ from faststream.redis import RedisBroker, StreamSub
 
 from events.inbound import InboundEvent
 from events.outbound import ProducerCommand, SessionUpdate
+from service import logs
 from service.embedded import LOCAL_URL
 from service.keys import Keys, control_channel
 from service.settings import Settings, from_env
@@ -44,14 +45,6 @@ def make_broker(settings: Settings, client_name: str = "terminus-worker") -> Red
         logger=log,
         log_level=logging.DEBUG,  # per-message logs of the control channel: not worth INFO
     )
-
-
-def configure_logging(level: int = logging.INFO) -> None:
-    """One line per record on stderr, unless the host application configured logging itself."""
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # The Machine logs every state change at INFO; our transitions stream already records them.
-    logging.getLogger("transitions").setLevel(logging.WARNING)
 
 
 def tune_gc() -> None:
@@ -81,7 +74,7 @@ def create_app(settings: Settings | None = None) -> FastStream:
 
     @app.after_startup
     async def start() -> None:
-        configure_logging()
+        logs.configure(settings.log_format)
         tune_gc()
         redis = await broker.connect()
         worker = Worker(redis, settings)

@@ -7,6 +7,9 @@ commits. It has no I/O: the caller reads entries, loads the snapshots `missing` 
 Every entry ends in exactly one of three ways (invariant 5): applied, ignored and counted by the
 core (duplicate, late, superseded), or dead-lettered with its raw bytes and reason (undecodable,
 illegal for the turn, delivered too often, or rejected by a bug in the core).
+
+Each batch also adds its domain counters (service/metrics_domain.py) to the partition's metrics
+hash in the same commit, and lists the turn events the worker logs once it is committed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,17 @@ from events.codec import CodecError, decode_event, sniff_format
 from events.inbound import InboundEvent
 from service.commit import FIELD, Batch
 from service.keys import Keys
+from service.metrics_domain import (
+    DEAD_LETTERS,
+    IGNORED,
+    Counts,
+    Note,
+    add,
+    count_outcomes,
+    dead_class,
+    fields,
+    observe,
+)
 from service.snapshots import TailLedger
 from statemachines.config import CoreConfig
 from statemachines.errors import CoreError
@@ -62,6 +76,8 @@ class BatchStats:
     dead: int = 0
     frames: int = 0
     dead_reasons: list[str] = field(default_factory=list)
+    counts: Counts = field(default_factory=dict)  # what the batch adds to the metrics hash
+    notes: list[Note] = field(default_factory=list)  # to log once the batch is committed
 
 
 def read_entries(ids: list[bytes], payloads: list[bytes | list[bytes]]) -> list[Entry]:
@@ -186,8 +202,13 @@ class PartitionFold:
             self._apply_one(item, run)
             run.batch.ack(item.entry.id)
         self._write(run)
-        run.stats.frames = run.batch.frame_count
-        return run.batch, run.stats
+        stats = run.stats
+        stats.frames = run.batch.frame_count
+        count_outcomes(stats.counts, stats.applied, stats.ignored, stats.dead, stats.frames)
+        for reason in run.out.ignored:
+            add(stats.counts, (IGNORED, "reason", reason))
+        run.batch.count(self.keys, fields(stats.counts))
+        return run.batch, stats
 
     def _apply_one(self, item: Decoded, run: _Run) -> None:
         event = item.event
@@ -195,9 +216,10 @@ class PartitionFold:
             if item.problem is not None:
                 self._dead(item, item.problem, run)
             return
-        ignored, messages = len(run.out.ignored), len(run.out.messages)
+        out = run.out
+        ignored, messages, transitions = len(out.ignored), len(out.messages), len(out.transitions)
         try:
-            turn, _ = evolve(self.turns.get(event.turn_id), event, self.config, run.out)
+            turn, _ = evolve(self.turns.get(event.turn_id), event, self.config, out)
         except CoreError as exc:
             self._dead(item, f"illegal: {exc}", run)
             self._touch_after_error(event.turn_id, run)
@@ -207,10 +229,12 @@ class PartitionFold:
             self._touch_after_error(event.turn_id, run)
             return
         self.turns[event.turn_id] = turn
-        produced = len(run.out.messages) - messages
+        if len(out.transitions) > transitions:
+            observe(turn, out, transitions, run.stats.counts, run.stats.notes)
+        produced = len(out.messages) - messages
         if produced:
             run.message_ms.extend([entry_ms(item.entry.id)] * produced)
-        if len(run.out.ignored) > ignored:
+        if len(out.ignored) > ignored:
             run.stats.ignored += 1
             run.touched.setdefault(event.turn_id, "")
         else:
@@ -226,6 +250,7 @@ class PartitionFold:
         run.batch.add_dead(self.keys, item.raw, reason, item.entry.id, self.source_stream)
         run.stats.dead += 1
         run.stats.dead_reasons.append(reason)
+        add(run.stats.counts, (DEAD_LETTERS, "reason", dead_class(reason)))
 
     def _write(self, run: _Run) -> None:
         run.batch.add_outputs(run.out, self.keys, self.session_maxlen, run.message_ms)

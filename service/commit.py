@@ -12,7 +12,8 @@ Entry layout: frames, commands and transitions carry one field, `e`, holding JSO
 inbound entries do); dead letters carry `raw`, `reason`, `source_stream` and `source_id`.
 Snapshots are msgpack and stay after a turn is final (late events are then recognized, and the
 turn can be inspected); the open-turns sorted set lists only live turns, scored by the time at
-which the stall timer may act on them.
+which the stall timer may act on them. Domain counters are added to the partition's metrics hash
+(HINCRBY) in the same commit, so they count exactly what was committed (docs/metrics.md).
 
 Errors:
     LeaseLost   the lease changed hands; nothing of the batch was written or acked
@@ -118,6 +119,11 @@ class Batch:
             self.ops.append(("R", keys.open_turns, (turn.turn_id,)))
         elif deadline_ms is not None:
             self.ops.append(("Z", keys.open_turns, (deadline_ms, turn.turn_id)))
+
+    def count(self, keys: Keys, counts: Mapping[str, int]) -> None:
+        """Add `counts` (hash field -> increment) to the partition's metrics hash."""
+        for name, n in counts.items():
+            self.ops.append(("I", keys.metrics, (name, n)))
 
     def add_dead(
         self, keys: Keys, raw: bytes, reason: str, source_id: str, source_stream: str = ""

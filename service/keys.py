@@ -16,8 +16,10 @@ slot; `prefix` defaults to `terminus` and lets replay build projections beside t
     {prefix}:{p}:transitions        every state change of the partition's turns (stream, MAXLEN ~)
     {prefix}:{p}:lease              the partition's lease: "<worker>:<epoch>" with a TTL
     {prefix}:{p}:epoch              the partition's last lease epoch (counter)
+    {prefix}:{p}:metrics            the partition's domain counters (hash, docs/metrics.md)
     {prefix}:workers                live workers (sorted set, score = heartbeat deadline in ms)
     {prefix}:control                rebalance nudges (pub/sub channel)
+    {prefix}:metrics:worker:<id>    one worker process's own metrics (hash with a TTL)
 
 The partition is CRC-32 (IEEE, as zlib computes it) of the UTF-8 session id, modulo P. Never
 Python's `hash()`, which is salted per process.
@@ -75,6 +77,10 @@ class Keys:
     def epoch(self) -> str:
         return f"{self.root}:epoch"
 
+    @property
+    def metrics(self) -> str:
+        return f"{self.root}:metrics"
+
     def session(self, session_id: str) -> str:
         return f"{self.root}:session:{session_id}"
 
@@ -97,6 +103,11 @@ class Keys:
 def workers_key(prefix: str = DEFAULT_PREFIX) -> str:
     """The pool's membership set; it spans partitions, so it is never part of a commit."""
     return f"{prefix}:workers"
+
+
+def worker_metrics_key(worker_id: str, prefix: str = DEFAULT_PREFIX) -> str:
+    """A worker process's commit latencies and lease changes; outside any partition's slot."""
+    return f"{prefix}:metrics:worker:{worker_id}"
 
 
 def control_channel(prefix: str = DEFAULT_PREFIX) -> str:

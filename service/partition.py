@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -35,6 +36,8 @@ from service.applier import (
 from service.commit import Batch, LeaseLost, Value, commit_ids, encode
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
+from service.logs import log_notes
+from service.metrics_worker import WorkerMetrics
 from service.replies import load_turns, text
 from service.scripts import script
 from service.settings import Settings
@@ -52,9 +55,17 @@ class PartitionOwner:
     """One partition for `worker_id` while its lease holds `epoch`; stepped by a `Pump`."""
 
     def __init__(
-        self, redis: Redis, settings: Settings, partition: int, worker_id: str, epoch: int
+        self,
+        redis: Redis,
+        settings: Settings,
+        partition: int,
+        worker_id: str,
+        epoch: int,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.redis = redis
+        # The worker's, shared by its owners: commit latencies and lease changes.
+        self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.settings = settings
         self.keys = Keys(partition, settings.prefix)
         self.consumer = worker_id
@@ -122,6 +133,7 @@ class PartitionOwner:
             raise LeaseLost(self.partition, self.lease)
         self.epoch, self.lease = epoch, lease_value(self.consumer, epoch)
         self.stalls.lease = self.lease
+        self.metrics.lease_changed("rotated")
 
     async def drain(self) -> None:
         """Claim and apply every pending entry of the partition, oldest first."""
@@ -145,6 +157,7 @@ class PartitionOwner:
         await load_turns(self.redis, self.fold, self.fold.missing(decoded))
         self.fold_batch(decoded)
         assert self.batch is not None
+        started = time.perf_counter()
         try:
             ids = await commit_ids(self.redis, self.keys, self.lease, self.batch)
         except BaseException:
@@ -154,6 +167,7 @@ class PartitionOwner:
         if ids is None:
             self.fold.forget()
             raise LeaseLost(self.partition, self.lease)
+        self.metrics.observe_commit(time.perf_counter() - started)
         stats = self.stats
         self.committed()
         return stats
@@ -173,12 +187,14 @@ class PartitionOwner:
         names, args = encode(self.batch, self.keys, self.lease, self.consumer, count)
         return "commit", names, args
 
-    def stepped(self, reply: Any) -> list[Entry]:
-        """Take the reply of `step_call`'s request; returns the entries it read."""
+    def stepped(self, reply: Any, seconds: float = 0.0) -> list[Entry]:
+        """Take the reply of `step_call`'s request, which took `seconds` to come back;
+        returns the entries it read."""
         if reply == 0:
             self.fold.forget()
             raise LeaseLost(self.partition, self.lease)
         if self.batch is not None:
+            self.metrics.observe_commit(seconds)
             self.committed()
             reply = reply[1:]
         ids, payloads, tail = reply
@@ -198,8 +214,10 @@ class PartitionOwner:
         self.totals.ignored += stats.ignored
         self.totals.dead += stats.dead
         self.totals.frames += stats.frames
+        context = {"partition": self.partition, "worker": self.consumer}
         for reason in stats.dead_reasons:
-            log.warning("partition %s: dead letter: %s", self.partition, reason)
+            log.warning("partition %s: dead letter: %s", self.partition, reason, extra=context)
+        log_notes(log, stats.notes, self.partition, self.consumer)
 
     def _fence(self) -> list[Value]:
         return [self.lease, GROUP, self.consumer]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from typing import Any, Final, cast
 
@@ -138,6 +139,7 @@ class Pump:
     async def _step(self, busy: list[PartitionOwner], idle: list[PartitionOwner]) -> None:
         """One pipeline: each busy owner's read or commit-and-read, one XREAD for the idle."""
         calls = [owner.step_call() for owner in busy]
+        started = time.perf_counter()
         try:
             replies, woken = await self._send(calls, idle)
         except TRANSIENT as exc:
@@ -145,6 +147,8 @@ class Pump:
                 owner.lost_connection(exc)
             await self._pause()
             return
+        # A commit's latency is its pipeline's round trip: what the owner waited for it.
+        seconds = time.perf_counter() - started
         read: list[tuple[PartitionOwner, list[Entry]]] = []
         for owner, reply in zip(busy, replies, strict=True):
             if owner.done:
@@ -155,7 +159,7 @@ class Pump:
                 self._end(owner, reply)
             else:
                 try:
-                    entries = owner.stepped(reply)
+                    entries = owner.stepped(reply, seconds)
                 except LeaseLost as exc:
                     self._end(owner, exc)
                     continue

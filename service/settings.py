@@ -16,11 +16,13 @@
 | `TERMINUS_WAIT_BUDGET_MS` | 300000 | total retry wait per turn |
 | `TERMINUS_KEEP_PARTIAL` | 1 | keep a failed attempt as a partial record (0: discard) |
 | `TERMINUS_SESSION_MAXLEN` | 10000 | approximate cap of each session stream |
+| `TERMINUS_LOG_FORMAT` | `text` | `json`: one JSON object per log line (service/logs.py) |
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 import msgspec
 
@@ -49,6 +51,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     wait_budget_ms: int = 300_000
     keep_partial: bool = True
     session_maxlen: int = 10_000
+    log_format: Literal["text", "json"] = "text"
 
     def core(self) -> CoreConfig:
         """The pure core's configuration derived from these settings."""
@@ -84,6 +87,8 @@ def from_env(env: Mapping[str, str]) -> Settings:
         values["redis_url"] = env["REDIS_URL"]
     if env.get("TERMINUS_PREFIX"):
         values["prefix"] = _prefix(env["TERMINUS_PREFIX"])
+    if env.get("TERMINUS_LOG_FORMAT"):
+        values["log_format"] = _log_format(env["TERMINUS_LOG_FORMAT"])
     if "TERMINUS_RETRY_CAPS" in env:
         values["retry_caps"] = _caps(env["TERMINUS_RETRY_CAPS"])
     if "TERMINUS_KEEP_PARTIAL" in env:
@@ -113,6 +118,13 @@ def _caps(text: str) -> dict[str, int]:
             raise SettingsError(f"TERMINUS_RETRY_CAPS: {item!r} is not cause=number")
         caps[cause.strip()] = int(number)
     return caps
+
+
+def _log_format(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("text", "json"):
+        raise SettingsError(f"TERMINUS_LOG_FORMAT={text!r} must be text or json")
+    return value
 
 
 def _prefix(text: str) -> str:

@@ -1,6 +1,13 @@
 """Compare the projections of two key prefixes, partition by partition (used by replay --verify).
 
 Each difference is one line naming the partition, the record and the first differing value.
+
+The partition's metrics hash is compared too: its counters come from the fold's outputs alone
+(service/metrics_domain.py), so the same log counts the same. The one count that depends on
+history rather than the log, dead letters for their delivery count, replay takes as recorded
+(service/replay.py), so it matches as well. Entries deleted while pending are not counted live
+and cannot be seen by a replay. A pool that ran a version without metrics counts only what it
+committed since, and verify reports that as a difference.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ async def compare_partition(redis: Redis, live: Keys, new: Keys, session_maxlen:
         key_live, key_new = getattr(live, name), getattr(new, name)
         out += await _streams(redis, f"p{p} {name}", key_live, key_new, pick, capped)
     out += await _zsets(redis, f"p{p} open turns", live.open_turns, new.open_turns)
+    out += await _hashes(redis, f"p{p} metrics", live.metrics, new.metrics)
     out += await _per_id(redis, p, live, new, session_maxlen)
     return out
 
@@ -74,6 +82,10 @@ async def _one(
         return []
     if kind == "message_order":
         return await _zsets(redis, what, key_live, key_new)
+    return await _hashes(redis, what, key_live, key_new)
+
+
+async def _hashes(redis: Redis, what: str, key_live: str, key_new: str) -> list[str]:
     a_map = cast("dict[bytes, bytes]", await redis.hgetall(key_live))
     b_map = cast("dict[bytes, bytes]", await redis.hgetall(key_new))
     if a_map == b_map:

@@ -4,7 +4,9 @@ Every tick (a third of the lease TTL, or at once when nudged) the worker renews 
 computes its partitions from the live pool (`membership.assigned`), gives up the ones it should
 no longer own (after their batch in hand), renews the leases it keeps and tries to take the
 ones it lacks. A lease still held by a worker that is gone expires after its TTL; only then can
-the partition move, and its new owner first drains what the old one left pending.
+the partition move, and its new owner first drains what the old one left pending. Each tick also
+stores the process's own metrics (commit latencies, lease changes: service/metrics_worker.py)
+for the gateway to read, with a TTL of three ticks.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ import socket
 import uuid
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from service.commit import LeaseLost
 from service.keys import control_channel
 from service.leases import Leases
 from service.membership import assigned, heartbeat
+from service.metrics_worker import WorkerMetrics
 from service.partition import TRANSIENT, PartitionOwner
 from service.pump import Pump
 from service.settings import Settings
@@ -42,6 +46,7 @@ class Worker:
         self.settings = settings
         self.worker_id = worker_id or new_worker_id()
         self.leases = Leases(redis, settings.prefix)
+        self.metrics = WorkerMetrics()
         self.owners: dict[int, PartitionOwner] = {}
         # Lanes: pumps stepping disjoint sets of partitions, so that one folds while Redis
         # runs another's commits (one lane alternates between the two, and each waits).
@@ -69,6 +74,7 @@ class Worker:
             while not self._stopping.is_set():
                 try:
                     await self.tick()
+                    await self._flush_metrics()
                     if first:
                         await self._announce()
                         first = False
@@ -102,6 +108,12 @@ class Worker:
         if released:
             await self._announce()
 
+    async def _flush_metrics(self) -> None:
+        try:
+            await self.metrics.flush(self.redis, self.worker_id, self._ttl, self.settings.prefix)
+        except RedisError as exc:  # e.g. a key of another type: metrics must not stop the worker
+            log.warning("worker %s: storing metrics: %r", self.worker_id, exc)
+
     @property
     def _ttl(self) -> int:
         return self.settings.lease_ttl_ms
@@ -110,7 +122,10 @@ class Worker:
         epoch = await self.leases.acquire(partition, self.worker_id, self._ttl)
         if epoch is None:
             return  # still held by its previous owner; it expires or is released soon
-        owner = PartitionOwner(self.redis, self.settings, partition, self.worker_id, epoch)
+        owner = PartitionOwner(
+            self.redis, self.settings, partition, self.worker_id, epoch, self.metrics
+        )
+        self.metrics.lease_changed("acquired")
         self.owners[partition] = owner
         self._pump(partition).add(owner)
         log.info("worker %s took partition %s at epoch %s", self.worker_id, partition, epoch)
@@ -121,6 +136,7 @@ class Worker:
         # connection error (`PartitionOwner._refence`).
         if not await self.leases.renew(partition, self.worker_id, owner.epoch, self._ttl):
             log.warning("worker %s lost partition %s", self.worker_id, partition)
+            self.metrics.lease_changed("lost")
             self._pump(partition).drop(partition)
             del self.owners[partition]
 
@@ -129,6 +145,7 @@ class Worker:
         await self._pump(partition).retire(partition)
         with contextlib.suppress(*TRANSIENT):
             await self.leases.release(partition, self.worker_id, owner.epoch)
+        self.metrics.lease_changed("released")
         log.info("worker %s released partition %s", self.worker_id, partition)
 
     def _pump(self, partition: int) -> Pump:
@@ -140,6 +157,8 @@ class Worker:
             if owner.done:
                 del self.owners[partition]
                 exc = owner.ended.exception()
+                if isinstance(exc, LeaseLost):
+                    self.metrics.lease_changed("lost")
                 if exc is not None:
                     level = logging.INFO if isinstance(exc, LeaseLost) else logging.ERROR
                     log.log(level, "partition %s ended: %r", partition, exc)

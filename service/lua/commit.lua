@@ -26,29 +26,46 @@ ARGV[5]      the batch, one MessagePack array {acks, ops} ('' for none): acks ar
   {Z, k, score, member}        ZADD KEYS[k] score member
   {N, k, score, member}        ZADD KEYS[k] NX score member (keeps the first score)
   {R, k, member}               ZREM KEYS[k] member
+  {I, k, field, n}             HINCRBY KEYS[k] field n (n an integer of at most 18 digits)
 One array instead of thousands of ARGV values: the client packs it in C (msgspec) and the
 script unpacks it in C (cmsgpack); numbers travel as strings, byte strings as msgpack str.
 
 Returns 0 when the lease does not hold ARGV[1] (nothing written, nothing acked, nothing read);
 otherwise {ids of the F ops in order, then the read's ids, payloads and tail (next_entries)}.
 Redis does not roll a script back when a command fails halfway, so every op and key type is
-checked before the first write.
+checked before the first write, and so is every field an I op increments: HINCRBY fails on a
+field that holds no integer. A key takes either H or I ops, never both, so no H of the same
+batch can put a non-integer where an I adds.
 ]]
 --!include next_entries
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 
-local SIZE = {S = 3, A = 3, D = 2, H = 4, Z = 4, N = 4, R = 3}
+local SIZE = {S = 3, A = 3, D = 2, H = 4, Z = 4, N = 4, R = 3, I = 4}
 local WANTS = {
   F = 'stream', X = 'stream', S = 'string', A = 'string',
-  H = 'hash', Z = 'zset', N = 'zset', R = 'zset',
+  H = 'hash', Z = 'zset', N = 'zset', R = 'zset', I = 'counters',
 }
+local INTEGER = '^%-?%d+$'
 
 local function type_problem(key, wanted)
   local found = redis.call('TYPE', key)['ok']
-  if found ~= 'none' and found ~= wanted then
-    return 'WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. wanted
+  local stored = wanted == 'counters' and 'hash' or wanted
+  if found ~= 'none' and found ~= stored then
+    return 'WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. stored
+  end
+end
+
+-- An I op's increment must be an integer HINCRBY takes, and its field empty or an integer.
+local function counter_problem(n, key, op)
+  local field, by = op[3], op[4]
+  if type(field) ~= 'string' or type(by) ~= 'string' or not by:match(INTEGER) or #by > 18 then
+    return 'malformed op ' .. n
+  end
+  local held = redis.call('HGET', key, field)
+  if held and not held:match(INTEGER) then
+    return 'field ' .. field .. ' of ' .. key .. ' holds no integer'
   end
 end
 
@@ -74,6 +91,9 @@ local function problem(ops)
     if wanted and not wants[key] then
       wants[key] = wanted
       bad = type_problem(key, wanted)
+    end
+    if code == 'I' and not bad then
+      bad = counter_problem(n, key, op)
     end
   end
   return bad
@@ -103,6 +123,8 @@ local function apply(op, ids)
     redis.call('ZADD', key, op[3], op[4])
   elseif code == 'N' then
     redis.call('ZADD', key, 'NX', op[3], op[4])
+  elseif code == 'I' then
+    redis.call('HINCRBY', key, op[3], op[4])
   else
     redis.call('ZREM', key, op[3])
   end

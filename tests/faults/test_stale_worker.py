@@ -35,7 +35,7 @@ from load import (
 )
 from redis.asyncio import Redis
 
-from service.keys import Keys
+from service.keys import Keys, worker_metrics_key
 from service.settings import Settings
 
 PLANS = plan_sessions(sessions=8, turns=12, tag="stale")
@@ -74,10 +74,13 @@ async def last_epochs(redis: Redis, settings: Settings) -> list[int]:
 
 
 async def dump(redis: Redis, settings: Settings) -> dict[bytes, object]:
-    """Every key under the prefix with its contents, but for the pool's own bookkeeping."""
+    """Every key under the prefix with its contents, but for the pool's own bookkeeping and
+    each worker's own process metrics (a fenced worker still reports its commit timings: they are
+    about the process, not the partitions, and no commit writes them)."""
     found: dict[bytes, object] = {}
+    process_metrics = worker_metrics_key("", settings.prefix).encode()
     async for key in redis.scan_iter(match=f"{settings.prefix}:*", count=1000):
-        if key.endswith((b":lease", b":epoch", b":workers")):
+        if key.endswith((b":lease", b":epoch", b":workers")) or key.startswith(process_metrics):
             continue
         match cast(bytes, await redis.type(key)).decode():
             case "stream":

@@ -90,8 +90,12 @@ def full_batch(keys: Keys, entry_ids: list[bytes]) -> Batch:
     done = Turn(session_id=SESSION, turn_id="t-done", max_attempts=3, state=TurnState.FINISHED)
     batch.add_turn(keys, done)
     batch.add_dead(keys, b"\xffnot json", "malformed json", entry_ids[-1].decode())
+    batch.count(keys, COUNTS)
     batch.ack(*(i.decode() for i in entry_ids))
     return batch
+
+
+COUNTS: Final = {'["frames_out"]': 2, '["events_in","outcome","applied"]': 3}
 
 
 def written_keys(keys: Keys) -> list[str]:
@@ -99,7 +103,7 @@ def written_keys(keys: Keys) -> list[str]:
     sid = SESSION
     return [
         keys.session(sid), keys.commands, keys.messages(sid), keys.message_order(sid),
-        keys.partials(sid), keys.turn("t-open"), keys.open_turns, keys.dead,
+        keys.partials(sid), keys.turn("t-open"), keys.open_turns, keys.metrics, keys.dead,
     ]  # fmt: skip
 
 
@@ -160,6 +164,7 @@ async def assert_written(
     [(_, dead)] = await entries(redis, keys.dead)
     source = {b"source_stream": keys.inbound.encode(), b"source_id": dead_source}
     assert dead == {b"raw": b"\xffnot json", b"reason": b"malformed json", **source}
+    assert await redis.hgetall(keys.metrics) == {k.encode(): b"%d" % n for k, n in COUNTS.items()}
 
 
 async def test_a_valid_lease_commits_every_write_and_acks(redis: Redis, prefix: str) -> None:
@@ -321,6 +326,8 @@ MALFORMED: Final[dict[str, list[Packed]]] = {
     "append without a value": ["A", 3],
     "delete with a value": ["D", 3, "v"],
     "hset without a value": ["H", 3, "f"],
+    "hincrby without an increment": ["I", 3, "f"],
+    "hincrby with two increments": ["I", 3, "f", "1", "2"],
     "zadd without a member": ["Z", 3, "1"],
     "xadd without fields": ["X", 3, "0"],
     "xadd with a field and no value": ["F", 3, "0", "e"],
@@ -442,3 +449,80 @@ async def test_a_commit_with_a_read_on_a_lost_lease_reads_nothing(
     names, args = encode(Batch(), keys, "worker-a:1", "worker-a", 10)
     assert await script(redis, "commit")(keys=names, args=args) == 0
     assert await pel(redis, keys) == []
+
+
+async def test_counts_of_successive_commits_add_up(redis: Redis, prefix: str) -> None:
+    keys = Keys(20, prefix)
+    lease = await held_lease(redis, keys, "worker-a")
+    for n in (3, 4, -2):
+        batch = Batch()
+        batch.count(keys, {'["frames_out"]': n, '["a","k","v"]': 1})
+        assert await commit(redis, keys, lease, batch)
+    assert await redis.hgetall(keys.metrics) == {b'["frames_out"]': b"5", b'["a","k","v"]': b"3"}
+
+
+BAD_INCREMENTS: Final[dict[str, list[Packed]]] = {
+    "a fraction": ["I", 4, "f", "1.5"],
+    "not a number": ["I", 4, "f", "x"],
+    "empty": ["I", 4, "f", ""],
+    "19 digits": ["I", 4, "f", "1" * 19],
+    "a msgpack integer": ["I", 4, "f", 1],
+    "a field that is no string": ["I", 4, 7, "1"],
+}
+
+
+@pytest.mark.parametrize("bad", BAD_INCREMENTS.values(), ids=BAD_INCREMENTS.keys())
+async def test_a_malformed_increment_is_refused_and_nothing_is_written(
+    redis: Redis, prefix: str, bad: list[Packed]
+) -> None:
+    keys = Keys(21, prefix)
+    entry_ids = await pending_entries(redis, keys, 1)
+    lease = await held_lease(redis, keys, "worker-a")
+    ops: list[list[Packed]] = [["S", 3, "before"], ["I", 4, "f", "1"], bad, ["I", 4, "g", "1"]]
+    blob = msgspec.msgpack.encode([[i.decode() for i in entry_ids], ops])
+    names = [keys.lease, keys.inbound, keys.turn("t-1"), keys.metrics]
+    with pytest.raises(ResponseError, match="terminus commit: malformed op 3"):
+        await script(redis, "commit")(keys=names, args=[lease, GROUP, "worker-a", 0, blob])
+    assert await redis.exists(keys.turn("t-1"), keys.metrics) == 0
+    assert await pel(redis, keys) == entry_ids
+
+
+async def test_an_increment_of_a_field_holding_no_integer_writes_nothing(
+    redis: Redis, prefix: str
+) -> None:
+    keys = Keys(22, prefix)
+    lease = await held_lease(redis, keys, "worker-a")
+    await redis.hset(keys.metrics, mapping={"f": "1", "g": "one"})
+    batch = Batch()
+    batch.ops.append(("S", keys.turn("t-1"), (b"x",)))
+    batch.count(keys, {"f": 1, "g": 1})
+    with pytest.raises(ResponseError, match=r"field g of .* holds no integer"):
+        await commit(redis, keys, lease, batch)
+    assert await redis.exists(keys.turn("t-1")) == 0
+    assert await redis.hgetall(keys.metrics) == {b"f": b"1", b"g": b"one"}
+
+
+async def test_hset_and_hincrby_on_one_key_in_one_batch_write_nothing(
+    redis: Redis, prefix: str
+) -> None:
+    keys = Keys(23, prefix)
+    lease = await held_lease(redis, keys, "worker-a")
+    blob = msgspec.msgpack.encode([[], [["H", 3, "f", "x"], ["I", 3, "f", "1"]]])
+    names = [keys.lease, keys.inbound, keys.metrics]
+    with pytest.raises(ResponseError, match="both a hash and a counters"):
+        await script(redis, "commit")(keys=names, args=[lease, GROUP, "worker-a", 0, blob])
+    assert await redis.exists(keys.metrics) == 0
+
+
+async def test_an_increment_of_a_key_of_another_type_writes_nothing(
+    redis: Redis, prefix: str
+) -> None:
+    keys = Keys(24, prefix)
+    lease = await held_lease(redis, keys, "worker-a")
+    await redis.set(keys.metrics, "a string")
+    batch = Batch()
+    batch.ops.append(("S", keys.turn("t-1"), (b"x",)))
+    batch.count(keys, {"f": 1})
+    with pytest.raises(ResponseError, match=r"WRONGTYPE .* holds a string, not a hash"):
+        await commit(redis, keys, lease, batch)
+    assert await redis.exists(keys.turn("t-1")) == 0
