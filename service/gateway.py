@@ -9,6 +9,8 @@
     GET /v1/sessions/{id}/messages   persisted messages in commit order, `?offset=&limit=`
     GET /v1/turns/{id}               a turn's state, attempts and current position
     GET /healthz                     200 when Redis answers
+    GET /metrics                     Prometheus text (operator token)
+    /inspect, /v1/admin/turns, /v1/turns/{id}/timeline   the inspector (service/inspect_routes.py)
 
 Access: every session endpoint needs a token for that session (`service/tokens.py`), as
 `Authorization: Bearer ...` or `?token=` (a browser's EventSource cannot send headers). No token or
@@ -40,7 +42,9 @@ from starlette.routing import Route
 from events.codec import encode_json
 from events.outbound import AgentError, TurnFinished
 from service.hub import Hub, SubscriberTooSlow
+from service.inspect_routes import Inspector
 from service.keys import keys_for_session
+from service.metrics import render_metrics
 from service.replies import mget
 from service.settings import Settings
 from service.snapshots import SnapshotError, TailLedger
@@ -50,6 +54,7 @@ from service.views import session_messages
 PING_S: Final = 15
 MAX_LIMIT: Final = 500
 ENDINGS: Final = (TurnFinished, AgentError)
+PROMETHEUS_TEXT: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -97,11 +102,14 @@ def create_gateway(
     """The gateway's ASGI app over `redis`, checking tokens signed with `secret`."""
     hub = Hub(redis, settings.partitions, settings.prefix)
     h = _Handlers(redis, settings, secret, limits or Limits(), clock, hub)
+    inspector = Inspector(redis, settings, h.grant_of, _Denied)
     routes = [
         Route("/v1/sessions/{session_id}/updates", _guarded(h.updates)),
         Route("/v1/sessions/{session_id}/messages", _guarded(h.messages)),
         Route("/v1/turns/{turn_id}", _guarded(h.turn)),
         Route("/healthz", h.healthz),
+        Route("/metrics", _guarded(h.metrics)),
+        *inspector.routes(_guarded),
     ]
 
     @contextlib.asynccontextmanager
@@ -184,6 +192,13 @@ class _Handlers:
         if found.session_id != session:
             raise _Denied(404, "no such turn")
         return Response(encode_json(found), media_type="application/json")
+
+    async def metrics(self, request: Request) -> Response:
+        _, grant = self.grant_of(request)
+        if not grant.admin:
+            raise _Denied(403, "an operator token is required")
+        body = await render_metrics(self.redis, self.settings)
+        return Response(body, headers={"Content-Type": PROMETHEUS_TEXT})
 
     async def healthz(self, request: Request) -> Response:
         try:

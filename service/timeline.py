@@ -113,7 +113,9 @@ async def timeline(
         return None
     keys = keys_for_session(session_id, partitions, prefix)
     changes, complete = await _transitions_of(redis, keys.transitions, turn_id)
-    entries = await redis.xrange(keys.session(session_id))
+    # The turn's frames were committed with its transitions, so none is older than its first.
+    first = f"{changes[0].at_ms}-0" if complete and changes else "-"
+    entries = await redis.xrange(keys.session(session_id), first, "+")
     frames = [frame_of(e) for e in entries or []]
     mine = [f for f in frames if f.turn_id == turn_id]
     items = sorted(
