@@ -33,7 +33,15 @@ def _gateway(args: argparse.Namespace) -> int:
     except (SettingsError, TokenError) as exc:
         raise SystemExit(f"terminus gateway: {exc}") from None
     host, port = args.http
-    asyncio.run(serve_gateway(settings, secret, host, port))
+    # uvloop's C event loop where it exists: the gateway's cost is mostly socket sends, one per
+    # subscriber per wake-up, each a trip through the event loop (docs/performance.md).
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(serve_gateway(settings, secret, host, port))
+    else:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(serve_gateway(settings, secret, host, port))
     return 0
 
 

@@ -210,13 +210,16 @@ class _Handlers:
 
 async def _events(
     hub: Hub, session: str, after: str | None, until_end: bool
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[bytes]:
+    """The session's frames as encoded SSE events, every waiting frame in one chunk."""
     try:
-        async for frame, raw in hub.subscribe(session, after):
-            kind = type(frame).__struct_config__.tag
-            yield {"id": frame.cursor, "event": kind, "data": raw.decode()}
-            if until_end and isinstance(frame, ENDINGS):
-                return
+        async for batch in hub.subscribe_batches(session, after):
+            if until_end:
+                end = next((n for n, d in enumerate(batch) if isinstance(d.frame, ENDINGS)), None)
+                if end is not None:
+                    yield b"".join(d.sse for d in batch[: end + 1])
+                    return
+            yield b"".join(d.sse for d in batch)
     except SubscriberTooSlow:
         return  # the client resumes from the last id it received
 

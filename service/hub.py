@@ -7,7 +7,12 @@ follow, and hands each frame to every subscriber of that session.
 Exactly once, in order, per subscriber: each subscriber has its own cursor and receives only the
 frames after it. A session is read from the oldest cursor among its subscribers; when a subscriber
 joins behind the others, the session's read position moves back to its cursor, the frames in
-between are read again, and the subscribers already past them skip them.
+between are read again, and the subscribers already past them skip them. A read already in flight
+when it joined started after its cursor, so it is not offered to it: its backlog comes first.
+
+Each frame is encoded as a Server-Sent Event once, by sse-starlette's encoder, and the same bytes
+go to every subscriber of its session; a subscriber takes every frame waiting in its queue at once,
+so a busy session costs one send per wake-up, not one per frame.
 
 A subscriber that does not keep up (its queue holds `queue_limit` frames) is cut off: its stream
 ends, and its client resumes from the last cursor it received, reading the backlog from Redis.
@@ -23,6 +28,7 @@ from typing import Final, NamedTuple, cast
 
 from redis.asyncio import Redis
 from redis.typing import StreamEntry
+from sse_starlette import ServerSentEvent
 
 from events.outbound import SessionUpdate
 from service.keys import keys_for_session
@@ -36,11 +42,12 @@ COUNT: Final = 512
 
 
 class Delivery(NamedTuple):
-    """A frame and its JSON as stored (without its cursor, which is the entry id): encoded once
-    by the worker, sent as is to every subscriber."""
+    """A frame, its JSON as stored (without its cursor, which is the entry id: encoded once by
+    the worker), and that JSON as one Server-Sent Event, sent as is to every subscriber."""
 
     frame: SessionUpdate
     raw: bytes
+    sse: bytes
 
 
 class SubscriberTooSlow(Exception):
@@ -60,9 +67,12 @@ class _Subscriber:
         self.queue: asyncio.Queue[Delivery | None] = asyncio.Queue(limit)
         self.cut = False
 
-    def offer(self, delivery: Delivery) -> None:
+    def offer(self, delivery: Delivery, read_from: str) -> None:
+        """Queue a frame of a read that began at `read_from`: only if it is the next one, that is
+        if the read began at or before this subscriber's cursor (else it joined behind that read,
+        and the frames between its cursor and the read come in the next read, first)."""
         cursor = delivery.frame.cursor or START
-        if self.cut or not _after(cursor, self.cursor):
+        if self.cut or not _after(cursor, self.cursor) or _after(read_from, self.cursor):
             return
         try:
             self.queue.put_nowait(delivery)
@@ -90,6 +100,14 @@ class Hub:
     async def subscribe(self, session: str, after: str | None = None) -> AsyncIterator[Delivery]:
         """The session's frames after `after` (None: all kept), then live ones, forever;
         raises `SubscriberTooSlow` if the consumer falls `queue_limit` frames behind."""
+        async for batch in self.subscribe_batches(session, after):
+            for delivery in batch:
+                yield delivery
+
+    async def subscribe_batches(
+        self, session: str, after: str | None = None
+    ) -> AsyncIterator[list[Delivery]]:
+        """As `subscribe`, each time with every frame that is waiting (at least one)."""
         subscriber = _Subscriber(after or START, self.queue_limit)
         key = self._key(session)
         self._subscribers.setdefault(key, set()).add(subscriber)
@@ -99,10 +117,12 @@ class Hub:
         self._ensure_running()
         try:
             while True:
-                delivery = await subscriber.queue.get()
-                if delivery is None:
+                batch = [await subscriber.queue.get()]
+                while not subscriber.queue.empty():
+                    batch.append(subscriber.queue.get_nowait())
+                if None in batch:
                     raise SubscriberTooSlow(session)
-                yield delivery
+                yield cast(list[Delivery], batch)
         finally:
             watchers = self._subscribers.get(key, set())
             watchers.discard(subscriber)
@@ -144,7 +164,7 @@ class Hub:
             deliveries = [_delivery(cast(StreamEntry, entry)) for entry in entries]
             for delivery in deliveries:
                 for subscriber in list(watchers):
-                    subscriber.offer(delivery)
+                    subscriber.offer(delivery, cursors[key])
             last = deliveries[-1].frame.cursor or START
             # A subscriber may have joined behind this read meanwhile: keep its position.
             if self._positions.get(key) == cursors[key]:
@@ -153,5 +173,9 @@ class Hub:
 
 def _delivery(entry: StreamEntry) -> Delivery:
     fields = entry[1] or {}
-    raw = fields.get(FIELD, b"")
-    return Delivery(frame_of(entry), raw if isinstance(raw, bytes) else raw.encode())
+    value = fields.get(FIELD, b"")
+    raw = value if isinstance(value, bytes) else value.encode()
+    frame = frame_of(entry)
+    tag = str(type(frame).__struct_config__.tag)
+    sse = ServerSentEvent(data=raw.decode(), id=frame.cursor, event=tag).encode()
+    return Delivery(frame, raw, sse)
