@@ -132,14 +132,17 @@ async def _read_some(
                 fields[name] = value.removeprefix(" ")
 
 
-async def publish_slowly(producer: RecordingProducer, plans: list[list[TurnPlan]]) -> None:
+async def publish_slowly(
+    producer: RecordingProducer, plans: list[list[TurnPlan]], gate: asyncio.Event
+) -> None:
     """Sessions concurrently, each turn's events in chunks with a pause between them, so the
-    clients read live while the workers are killed."""
+    clients read live while the workers are killed; publishing waits while `gate` is closed."""
 
     async def session(turns: list[TurnPlan]) -> None:
         for plan in turns:
             events = await numbered_events(plan)
             for start in range(0, len(events), 6):
+                await gate.wait()
                 await producer.publish(events[start : start + 6])
                 await asyncio.sleep(PAUSE_S)
 
@@ -165,8 +168,10 @@ async def test_sse_clients_resume_exactly_across_worker_sigkills(
                 readers = [sdk_client(base, c) for c in clients[: len(PLANS)]]
                 readers += [raw_client(base, c) for c in clients[len(PLANS) :]]
                 reading = asyncio.gather(*readers)
-                load = asyncio.create_task(publish_slowly(producer, PLANS))
-                mid_stream = await kill_during(load, producer, workers, settings, clients)
+                gate = asyncio.Event()
+                gate.set()
+                load = asyncio.create_task(publish_slowly(producer, PLANS, gate))
+                mid_stream = await kill_during(load, gate, producer, workers, settings, clients)
                 await load
                 async with asyncio.timeout(60):
                     await reading
@@ -184,13 +189,15 @@ async def test_sse_clients_resume_exactly_across_worker_sigkills(
 
 async def kill_during(
     load: asyncio.Task[None],
+    gate: asyncio.Event,
     producer: RecordingProducer,
     workers: Workers,
     settings: Settings,
     clients: list[Client],
 ) -> list[bool]:
     """SIGKILL a worker (and start another) as the load passes each mark; for each kill, whether
-    some client was mid-stream then (had frames, but not its session's last one)."""
+    some client was mid-stream then (had frames, but not its session's last one). The load is
+    held during each kill, so a slow kill on a busy machine cannot let it run to its end first."""
     rng, total, mid_stream = random.Random(4), planned_events(PLANS), []
     for mark in KILL_AT:
 
@@ -198,10 +205,12 @@ async def kill_during(
             return load.done() or producer.count >= mark * total
 
         await wait_until(passed, f"{mark:.0%} of the load published", timeout=60)
+        gate.clear()
         assert not load.done(), "the load ended before the kill"
         mid_stream.append(any(c.frames and not c.done for c in clients))
         started = time.monotonic()
         await kill_busy_and_replace(producer.redis, settings, workers, rng)
+        gate.set()
         assert time.monotonic() - started < 10
     return mid_stream
 
