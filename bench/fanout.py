@@ -42,7 +42,7 @@ from bench.fanout_producer import Paced, Turns, paced
 from bench.fanout_setup import HOST, PARTITIONS, Setup, Usage, result_path
 from service.producer import Producer
 
-RATED_EVENTS_PER_S: Final = 500  # docs/fanout-method.md: the rate at which this fan-out holds
+RATED_EVENTS_PER_S: Final = 1_500  # docs/fanout-method.md: the rate at which this fan-out holds
 TARGET_P99_MS: Final = 50.0
 WARMUP_S: Final = 2.0
 START_TIMEOUT_S: Final = 90.0
