@@ -85,7 +85,9 @@ def run_service(
     if http is not None and can_bind(http[1], http[0]):
         extra.append(["gateway", "--http", f"{http[0]}:{http[1]}"])
         print(f"terminus: HTTP gateway on http://{http[0]}:{http[1]} "
-              "(tokens: terminus token SESSION)", file=sys.stderr)  # fmt: skip
+              "(tokens: terminus token SESSION); inspector: "
+              f"http://{http[0]}:{http[1]}/inspect?token=$(terminus token --admin)",
+              file=sys.stderr)  # fmt: skip
     elif http is not None:
         print(f"terminus: {http[0]}:{http[1]} is in use; no HTTP gateway (see --http)",
               file=sys.stderr)  # fmt: skip
