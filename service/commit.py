@@ -82,11 +82,17 @@ class Batch:
         session_maxlen: int,
         message_ms: Sequence[int] = (),
     ) -> None:
-        """Frames, commands, messages, partials and transitions of `outputs`, in that order.
+        """Transitions, frames, commands, messages and partials of `outputs`, in that order.
+
+        Transitions first: a script can span a millisecond, and the ids of a commit's frames must
+        not be older than those of its state changes, or the timeline (`service/timeline.py`)
+        would show a consequence before its cause.
 
         `message_ms[i]` orders `outputs.messages[i]` in its session (0 if not given); the first
         commit of a message keeps its place.
         """
+        for transition in outputs.transitions:
+            self._xadd("X", keys.transitions, TRANSITIONS_MAXLEN, {FIELD: encode_json(transition)})
         for frame in outputs.frames:
             self.add_frame(keys, frame, session_maxlen)
         for command in outputs.commands:
@@ -100,8 +106,6 @@ class Batch:
         for partial in outputs.partials:
             key = keys.partials(partial.session_id)
             self.ops.append(("H", key, (partial.turn_id, encode_json(partial))))
-        for transition in outputs.transitions:
-            self._xadd("X", keys.transitions, TRANSITIONS_MAXLEN, {FIELD: encode_json(transition)})
 
     def add_turn(
         self, keys: Keys, turn: Turn, deadline_ms: int | None = None, stored: Stored | None = None

@@ -171,15 +171,17 @@ def _frame_item(frame: SessionUpdate) -> TimelineItem:
     )
 
 
-def _causal(item: TimelineItem) -> tuple[int, float, float, bool]:
-    """Order within one commit, where both streams share a millisecond and no sequence: by step
-    and attempt, state changes first; a `retrying` frame closes the attempt before the one it
-    announces, and what names no attempt (commit, end) comes after the attempts of its step."""
+def _causal(item: TimelineItem) -> tuple[float, float, int, bool]:
+    """A turn moves through its steps and attempts in order, so they come first; within one,
+    time, then state changes before frames of the same millisecond (both streams are written in
+    one commit, which shares no sequence across them). A `retrying` frame closes the attempt
+    before the one it announces; what names no attempt (a commit, the end) comes after the
+    attempts of its step, or of the turn."""
     step = math.inf if item.step is None else item.step
     attempt = math.inf if item.attempt is None else item.attempt
     if item.kind == "retrying":
         attempt -= 1
-    return item.at_ms, step, attempt, item.kind != "transition"
+    return step, attempt, item.at_ms, item.kind != "transition"
 
 
 def _chunk_counts(frames: Iterable[SessionUpdate]) -> dict[str, int]:

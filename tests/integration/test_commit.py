@@ -36,7 +36,7 @@ from service.commit import (
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
 from service.scripts import script, source
-from statemachines.outputs import Outputs
+from statemachines.outputs import Outputs, Transition
 from statemachines.states import TurnState
 from statemachines.turn import Turn
 
@@ -526,3 +526,15 @@ async def test_an_increment_of_a_key_of_another_type_writes_nothing(
     with pytest.raises(ResponseError, match=r"WRONGTYPE .* holds a string, not a hash"):
         await commit(redis, keys, lease, batch)
     assert await redis.exists(keys.turn("t-1")) == 0
+
+
+def test_a_commit_writes_its_state_changes_before_its_frames() -> None:
+    # A script may span a millisecond: frames written first could get ids older than the state
+    # changes that caused them, and the timeline would show the consequence first.
+    change = Transition(session_id=SESSION, turn_id="t-1", step=1, attempt=1, source="streaming",
+                        dest="truncated", trigger="truncate")  # fmt: skip
+    keys = Keys(0, "order")
+    batch = Batch()
+    batch.add_outputs(Outputs(frames=list(FRAMES), transitions=[change]), keys, MAXLEN)
+    written = [key for _, key, _ in batch.ops]
+    assert written == [keys.transitions, *[keys.session(SESSION)] * len(FRAMES)]
