@@ -26,7 +26,7 @@ import pytest
 import uvicorn
 from redis.asyncio import Redis
 from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
@@ -72,11 +72,30 @@ class Page:
         get_log = cast("Callable[[str], list[dict[str, Any]]]", self.driver.get_log)
         return get_log("browser")
 
-    async def texts(self, css: str) -> list[str]:
-        def read() -> list[str]:
-            return [e.text for e in self.driver.find_elements(By.CSS_SELECTOR, css)]
+    def read(self, css: str) -> list[str]:
+        """The rendered text of every element matching `css`, read in one script: the page
+        redraws its tables as it polls, so an element found in one call may be gone in the next."""
+        script = (
+            "return Array.from(document.querySelectorAll(arguments[0]),"
+            ' e => e.innerText ?? e.textContent ?? "");'  # SVG elements have no innerText
+        )
+        found = cast("list[str]", self.driver.execute_script(script, css))
+        return [text.replace("\t", " ") for text in found]  # table cells, as WebDriver's .text
 
-        return await self.call(read)
+    async def click(self, css: str) -> None:
+        """Click the element, retrying while a redraw replaces it between finding and clicking."""
+
+        def attempt() -> bool:
+            try:
+                self.driver.find_element(By.CSS_SELECTOR, css).click()
+            except StaleElementReferenceException:
+                return False
+            return True
+
+        await self.until(attempt, f"a click on {css}")
+
+    async def texts(self, css: str) -> list[str]:
+        return await self.call(lambda: self.read(css))
 
     async def until(self, check: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + DEADLINE_S
@@ -88,7 +107,7 @@ class Page:
 
     async def shows(self, css: str, text: str) -> None:
         def check() -> bool:
-            return any(text in e.text for e in self.driver.find_elements(By.CSS_SELECTOR, css))
+            return any(text in shown for shown in self.read(css))
 
         await self.until(check, f"{text!r} in {css}")
 
@@ -216,7 +235,7 @@ async def test_the_page_follows_a_turn_through_truncation_retry_and_finish(
     assert await page.call(lambda: page.driver.save_screenshot(str(shot)))
 
     row = '#turns tr[data-turn="t-auth-90bd"]'
-    await page.call(lambda: page.driver.find_element(By.CSS_SELECTOR, row).click())
+    await page.click(row)
     await page.shows("#d-title", "t-auth-90bd")  # pinned by `#turn=` in the URL
     await page.shows("#d-attempts", "invalid x-api-key")
     assert (await page.call(lambda: page.driver.current_url)).endswith("#turn=t-auth-90bd")
