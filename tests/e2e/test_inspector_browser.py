@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import pytest
-import uvicorn
 from redis.asyncio import Redis
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from serving import serving
 
 from events.inbound import FinishStep, StreamClosed, StreamError, TextDelta, TextStart, Usage
 from service.gateway import create_gateway
@@ -112,31 +111,16 @@ class Page:
         await self.until(check, f"{text!r} in {css}")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 async def served(redis: Redis, prefix: str) -> AsyncIterator[Served]:
     settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)
     worker = Worker(redis, settings)
     working = asyncio.create_task(worker.run())
-    port = free_port()
-    app = create_gateway(redis, settings, SECRET)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
+    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
     try:
-        yield Served(
-            f"http://127.0.0.1:{port}", Producer(redis, partitions=PARTITIONS, prefix=prefix)
-        )
+        async with serving(create_gateway(redis, settings, SECRET)) as base:
+            yield Served(base, producer)
     finally:
-        server.should_exit = True
-        await serving
         await worker.stop()
         await working
 

@@ -10,17 +10,13 @@ cursor it yielded, and one raw httpx client with its own SSE parsing, resuming w
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
-import socket
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final
 
 import httpx
 import msgspec
-import uvicorn
 from expect import started_turns
 from harness import (
     StartRedis,
@@ -35,6 +31,7 @@ from harness import (
 )
 from load import RecordingProducer, TurnPlan, numbered_events, plan_sessions, planned_events
 from redis.asyncio import Redis
+from serving import serving
 
 from events.codec import encode_json
 from service.gateway import Limits, create_gateway
@@ -50,26 +47,6 @@ KILL_AT: Final = (0.25, 0.55)  # fractions of the load published
 PAUSE_S: Final = 0.03  # between chunks of a turn: the load lasts a few seconds
 ENDINGS: Final = ("turn_finished", "agent_error")
 Frame = tuple[str, str]  # cursor, the frame's JSON as stored
-
-
-@contextlib.asynccontextmanager
-async def gateway(redis: Redis, settings: Settings) -> AsyncIterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    app = create_gateway(redis, settings, SECRET, Limits(stream_opens=10_000))
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
-    )
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await serving
 
 
 class Client:
@@ -164,7 +141,8 @@ async def test_sse_clients_resume_exactly_across_worker_sigkills(
                 workers.start()
             await wait_owned(redis, settings)
             producer = RecordingProducer(redis, settings)
-            async with gateway(redis, settings) as base:
+            app = create_gateway(redis, settings, SECRET, Limits(stream_opens=10_000))
+            async with serving(app) as base:
                 readers = [sdk_client(base, c) for c in clients[: len(PLANS)]]
                 readers += [raw_client(base, c) for c in clients[len(PLANS) :]]
                 reading = asyncio.gather(*readers)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final, NamedTuple
@@ -17,8 +16,8 @@ from typing import Any, Final, NamedTuple
 import httpx
 import msgspec
 import pytest
-import uvicorn
 from redis.asyncio import Redis
+from serving import serving
 
 from events.inbound import (
     AttemptStarted,
@@ -84,33 +83,19 @@ def turn_events(session: str, turn: str, deltas: int) -> list[InboundEvent]:
     return events
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 async def served(redis: Redis, prefix: str) -> AsyncIterator[Served]:
     """A worker and the gateway (uvicorn, loopback) on the test's prefix."""
     settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=200)
     worker = Worker(redis, settings)
     working = asyncio.create_task(worker.run())
-    port = free_port()
     limits = Limits(stream_opens=STREAM_OPENS, stream_window_s=60.0)
     app = create_gateway(redis, settings, SECRET, limits)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
     try:
-        yield Served(f"http://127.0.0.1:{port}", redis, settings, producer)
+        async with serving(app) as base:
+            yield Served(base, redis, settings, producer)
     finally:
-        server.should_exit = True
-        await serving
         await worker.stop()
         await working
 

@@ -10,17 +10,16 @@ import asyncio
 import contextlib
 import email.utils
 import random
-import socket
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Final, NamedTuple, cast
 
 import httpx
 import pytest
-import uvicorn
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from serving import serving
 
 from events.codec import encode_json
 from events.inbound import (
@@ -34,6 +33,7 @@ from events.inbound import (
     Usage,
 )
 from events.outbound import AgentMessageChunk, AttemptDiscarded, SessionUpdate, TextPart
+from service.embedded import free_port
 from service.gateway import Limits, create_gateway
 from service.hub import Delivery, Hub
 from service.keys import keys_for_session
@@ -118,32 +118,6 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     writer.transport.abort()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.asynccontextmanager
-async def gateway(redis: Redis, settings: Settings, limits: Limits) -> AsyncIterator[str]:
-    """The gateway served by uvicorn on a loopback port; yields its base URL."""
-    port = free_port()
-    app = create_gateway(redis, settings, SECRET, limits)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
-    )
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await serving
-
-
 @pytest.fixture
 async def served(redis: Redis, prefix: str) -> AsyncIterator[Served]:
     """A worker and the gateway on the test's prefix."""
@@ -153,7 +127,7 @@ async def served(redis: Redis, prefix: str) -> AsyncIterator[Served]:
     limits = Limits(stream_opens=1000, stream_window_s=60.0)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
     try:
-        async with gateway(redis, settings, limits) as base:
+        async with serving(create_gateway(redis, settings, SECRET, limits)) as base:
             yield Served(base, redis, settings, producer)
     finally:
         await worker.stop()
@@ -380,7 +354,7 @@ async def test_a_429_is_waited_out_for_its_retry_after(served: Served) -> None:
 
     limits = Limits(stream_opens=1, stream_window_s=2.0)
     async with (
-        gateway(served.redis, served.settings, limits) as base,
+        serving(create_gateway(served.redis, served.settings, SECRET, limits)) as base,
         httpx.AsyncClient(event_hooks={"response": [record]}, timeout=DEADLINE_S) as client,
     ):
         source = GatewaySource(base, token("s-7"), client=client)

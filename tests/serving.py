@@ -1,0 +1,34 @@
+"""The gateway (any ASGI app) served for a test: uvicorn on a free loopback port, in the test's
+own event loop, so the test, a worker and the server share one process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+import uvicorn
+from starlette.types import ASGIApp
+
+from service.embedded import free_port
+
+
+@contextlib.asynccontextmanager
+async def serving(app: ASGIApp) -> AsyncIterator[str]:
+    """Serve `app` until the block ends; yields its base URL. Open streams are cut after 1 s of
+    shutdown, as a client that stays connected must not hold the test."""
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
+    served = asyncio.create_task(server.serve())
+    while not server.started:
+        if served.done():
+            await served  # it failed to start: raise its error
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await served
