@@ -4,48 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from typing import Final
 
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from test_timeline import PARTITIONS, retried_turn, settled
 
-from events.inbound import FinishStep, TextDelta, TextEnd, TextStart, Usage
 from service.cli import main
 from service.keys import keys_for_session
-from service.producer import Producer, TurnPublisher
+from service.producer import Producer
 from service.settings import Settings
 from service.timeline import Timeline, timeline
 from service.worker import Worker
-from statemachines.states import TurnState
 
-PARTITIONS: Final = 4
 SESSION: Final = "s-inspect"
 TURN: Final = "t-inspect"
 ANSI: Final = re.compile(r"\x1b\[")
-
-
-async def text_attempt(turn: TurnPublisher, attempt: int, words: list[str], proof: bool) -> None:
-    await turn.start_attempt(attempt=attempt, provider="p", model="m")
-    await turn.emit(TextStart, part_id=f"a{attempt}")
-    for word in words:
-        await turn.emit(TextDelta, part_id=f"a{attempt}", delta=word)
-    await turn.emit(TextEnd, part_id=f"a{attempt}")
-    if proof:
-        usage = Usage(input_tokens=7, output_tokens=len(words))
-        await turn.emit(FinishStep, finish_reason="stop", raw_finish_reason="end_turn", usage=usage)
-    await turn.close_attempt()
-
-
-async def finished(redis: Redis, prefix: str) -> Timeline:
-    deadline = time.monotonic() + 20
-    while True:
-        found = await timeline(redis, SESSION, TURN, PARTITIONS, prefix)
-        if found is not None and found.turn.state is TurnState.FINISHED:
-            return found
-        assert time.monotonic() < deadline, "the turn did not finish"
-        await asyncio.sleep(0.05)
 
 
 @pytest.fixture
@@ -60,16 +35,13 @@ async def retried(
     worker = Worker(redis, Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100))
     working = asyncio.create_task(worker.run())
     try:
-        turn = Producer(redis, partitions=PARTITIONS, prefix=prefix).turn(SESSION, TURN)
-        await turn.start()
-        await text_attempt(turn, 1, ["lost ", "words"], proof=False)
-        await text_attempt(turn, 2, ["kept ", "words ", "here"], proof=True)
-        await finished(redis, prefix)
+        await retried_turn(Producer(redis, partitions=PARTITIONS, prefix=prefix), SESSION, TURN)
+        await settled(redis, prefix, SESSION, TURN)
     finally:
         await worker.stop()
         await working
     # Read again once the worker is stopped: the attempt's close, after its proof, may have
-    # been applied after `finished` looked (it counts as a late event in the snapshot).
+    # been applied after `settled` looked (it counts as a late event in the snapshot).
     found = await timeline(redis, SESSION, TURN, PARTITIONS, prefix)
     assert found is not None
     return found

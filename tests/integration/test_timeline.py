@@ -42,7 +42,7 @@ async def text_attempt(turn: TurnPublisher, attempt: int, words: list[str], proo
         await turn.emit(TextDelta, part_id=f"a{attempt}", delta=word)
     await turn.emit(TextEnd, part_id=f"a{attempt}")
     if proof:
-        usage = Usage(output_tokens=len(words))
+        usage = Usage(input_tokens=7, output_tokens=len(words))
         await turn.emit(FinishStep, finish_reason="stop", raw_finish_reason="end_turn", usage=usage)
     await turn.close_attempt()
 
