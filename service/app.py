@@ -23,28 +23,12 @@ from faststream.redis import RedisBroker, StreamSub
 from events.inbound import InboundEvent
 from events.outbound import ProducerCommand, SessionUpdate
 from service import logs
-from service.embedded import LOCAL_URL
+from service.connect import make_broker
 from service.keys import Keys, control_channel
 from service.settings import Settings, from_env
 from service.worker import Worker
 
 log = logging.getLogger("terminus.app")
-KEEPALIVE_S = 10
-
-
-def make_broker(settings: Settings, client_name: str = "terminus-worker") -> RedisBroker:
-    """A broker whose client never hangs on a dead socket: every read has a timeout."""
-    return RedisBroker(
-        settings.redis_url or LOCAL_URL,
-        client_name=client_name,
-        socket_timeout=settings.block_ms / 1000 + 5,
-        socket_connect_timeout=5,
-        socket_keepalive=True,
-        health_check_interval=KEEPALIVE_S,
-        description="terminus: trustworthy LLM turns on Redis Streams",
-        logger=log,
-        log_level=logging.DEBUG,  # per-message logs of the control channel: not worth INFO
-    )
 
 
 def tune_gc() -> None:
@@ -76,7 +60,7 @@ def create_app(settings: Settings | None = None) -> FastStream:
     async def start() -> None:
         logs.configure(settings.log_format)
         tune_gc()
-        redis = await broker.connect()
+        redis = await broker.connect()  # a RedisCluster on a cluster: see service.connect
         worker = Worker(redis, settings)
         running["worker"] = worker
         running["task"] = asyncio.create_task(worker.run(), name="worker")

@@ -1,12 +1,15 @@
 """One partition's fold over batches of inbound entries: the pure step between read and commit.
 
 Both the live owner of a partition and `terminus replay` run it, so the same log gives the same
-commits. It has no I/O: the caller reads entries, loads the snapshots `missing` names, calls
-`apply`, and commits the returned `Batch` atomically (DESIGN sections 5 and 6).
+commits. It has no I/O: the caller reads entries (decoded by service/decoding.py, whose names
+are re-exported here), loads the snapshots `missing` names, calls `apply`, and commits the
+returned `Batch` atomically (DESIGN sections 5 and 6).
 
 Every entry ends in exactly one of three ways (invariant 5): applied, ignored and counted by the
 core (duplicate, late, superseded), or dead-lettered with its raw bytes and reason (undecodable,
-illegal for the turn, delivered too often, or rejected by a bug in the core).
+illegal for the turn, delivered too often, or rejected by a bug in the core). A release entry
+of the archiver (service/archive_records.py) lets archived final turns go; events of a released
+turn are late, ignored and counted like those of any final turn.
 
 Each batch also adds its domain counters (service/metrics_domain.py) to the partition's metrics
 hash in the same commit, and lists the turn events the worker logs once it is committed.
@@ -18,11 +21,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import msgspec
-
-from events.codec import CodecError, decode_event, sniff_format
-from events.inbound import InboundEvent
-from service.commit import FIELD, Batch
+from service.archive_records import TOMBSTONE, Release
+from service.commit import Batch
+from service.decoding import Decoded as Decoded
+from service.decoding import Entry as Entry
+from service.decoding import decode_entries as decode_entries
+from service.decoding import pairs as pairs
+from service.decoding import read_entries as read_entries
 from service.keys import Keys
 from service.metrics_domain import (
     DEAD_LETTERS,
@@ -44,29 +49,11 @@ from statemachines.states import FINAL_STATES, TurnState
 from statemachines.turn import Turn
 
 
-class Entry(NamedTuple):
-    """An inbound stream entry as read: its id, fields (None if deleted), delivery count."""
-
-    id: str
-    fields: Mapping[bytes, bytes] | None
-    deliveries: int = 1
-
-
 class Timeouts(NamedTuple):
     """How long an open turn may stay silent before the stall timer acts on it."""
 
     stall_ms: int
     tool_ms: int
-
-
-class Decoded(msgspec.Struct):
-    """An entry and either its event or the reason it goes to the dead letters (a Struct: its
-    C initializer is several times cheaper than a dataclass's, once per entry)."""
-
-    entry: Entry
-    event: InboundEvent | None = None
-    problem: str | None = None
-    raw: bytes = b""
 
 
 @dataclass
@@ -80,53 +67,9 @@ class BatchStats:
     notes: list[Note] = field(default_factory=list)  # to log once the batch is committed
 
 
-def read_entries(ids: list[bytes], payloads: list[bytes | list[bytes]]) -> list[Entry]:
-    """Entries as read.lua and commit.lua return them: a payload is the value of field `e`, or
-    the flat field list of an entry that does not hold exactly that field."""
-    return [
-        Entry(i.decode(), {FIELD: p} if isinstance(p, bytes) else pairs(p))
-        for i, p in zip(ids, payloads, strict=True)
-    ]
-
-
-def pairs(flat: list[bytes]) -> dict[bytes, bytes]:
-    """A flat field list [f1, v1, f2, v2, ...] as a mapping."""
-    return dict(zip(flat[::2], flat[1::2], strict=True))
-
-
 def entry_ms(entry_id: str) -> int:
     """The server time (ms) a stream id was assigned at: the log's own, replay-exact clock."""
     return int(entry_id.partition("-")[0])
-
-
-def decode_entries(
-    entries: Iterable[Entry], max_deliveries: int, forced: Mapping[str, str] | None = None
-) -> list[Decoded]:
-    """Decode every entry; `forced` maps entry ids to dead-letter reasons decided earlier."""
-    return [_decode(entry, max_deliveries, forced or {}) for entry in entries]
-
-
-def _decode(entry: Entry, max_deliveries: int, forced: Mapping[str, str]) -> Decoded:
-    if entry.fields is None:
-        return Decoded(entry)  # deleted while pending: nothing to apply, only to ack
-    raw = entry.fields.get(FIELD)
-    if raw is None:
-        return Decoded(entry, problem="entry has no field 'e'", raw=_fields_bytes(entry.fields))
-    if entry.id in forced:
-        return Decoded(entry, problem=forced[entry.id], raw=raw)
-    if entry.deliveries > max_deliveries:
-        reason = f"delivered {entry.deliveries} times (max {max_deliveries})"
-        return Decoded(entry, problem=reason, raw=raw)
-    try:
-        return Decoded(entry, event=decode_event(raw, sniff_format(raw)), raw=raw)
-    except CodecError as exc:
-        return Decoded(entry, problem=f"undecodable: {exc}", raw=raw)
-
-
-def _fields_bytes(fields: Mapping[bytes, bytes]) -> bytes:
-    return msgspec.json.encode(
-        {k.decode("latin-1"): v.decode("latin-1") for k, v in fields.items()}
-    )
 
 
 def deadline_ms(turn: Turn, last_ms: int, timeouts: Timeouts) -> int:
@@ -155,11 +98,15 @@ class PartitionFold:
         self.timeouts = timeouts
         self.session_maxlen = session_maxlen
         self.turns: dict[str, Turn | None] = {}
+        self.released: set[str] = set()  # turns whose snapshot is a tombstone (kept with turns)
         self.ledger = TailLedger()
 
     def missing(self, decoded: Iterable[Decoded]) -> list[str]:
         """Turn ids the batch needs whose snapshot is not in memory yet."""
         wanted = {d.event.turn_id for d in decoded if d.event is not None}
+        for d in decoded:
+            if d.release is not None:
+                wanted.update(d.release.turns)
         return sorted(wanted - self.turns.keys())
 
     def load(
@@ -169,6 +116,10 @@ class PartitionFold:
         turn that has none."""
         tails = tails or {}
         for turn_id, raw in snapshots.items():
+            if raw == TOMBSTONE:
+                self.turns[turn_id] = None
+                self.released.add(turn_id)
+                continue
             tail = tails.get(turn_id)
             self.turns[turn_id] = None if raw is None else self.ledger.load(raw, tail)
 
@@ -186,6 +137,7 @@ class PartitionFold:
     def forget(self) -> None:
         """Drop every turn: after a failed or uncertain commit, memory may be ahead of Redis."""
         self.turns.clear()
+        self.released.clear()
         self.ledger.forget()
 
     def settle(self) -> None:
@@ -193,6 +145,7 @@ class PartitionFold:
         final = [t for t, turn in self.turns.items() if turn is None or turn.state in FINAL_STATES]
         for turn_id in final:
             del self.turns[turn_id]
+            self.released.discard(turn_id)
             self.ledger.forget(turn_id)
 
     def apply(self, decoded: list[Decoded]) -> tuple[Batch, BatchStats]:
@@ -205,7 +158,7 @@ class PartitionFold:
         stats = run.stats
         stats.frames = run.batch.frame_count
         count_outcomes(stats.counts, stats.applied, stats.ignored, stats.dead, stats.frames)
-        for reason in run.out.ignored:
+        for reason in run.ignored:
             add(stats.counts, (IGNORED, "reason", reason))
         run.batch.count(self.keys, fields(stats.counts))
         return run.batch, stats
@@ -213,10 +166,16 @@ class PartitionFold:
     def _apply_one(self, item: Decoded, run: _Run) -> None:
         event = item.event
         if event is None:
-            if item.problem is not None:
+            if item.release is not None:
+                self._release(item.release, entry_ms(item.entry.id), run)
+            elif item.problem is not None:
                 self._dead(item, item.problem, run)
             return
         out = run.out
+        if event.turn_id in self.released:  # archived once final: late, as for any final turn
+            out.ignored.append("late")
+            run.stats.ignored += 1
+            return
         ignored, messages, transitions = len(out.ignored), len(out.messages), len(out.transitions)
         try:
             turn, _ = evolve(self.turns.get(event.turn_id), event, self.config, out)
@@ -241,6 +200,41 @@ class PartitionFold:
             run.stats.applied += 1
             run.touched[event.turn_id] = item.entry.id
 
+    def _release(self, release: Release, at_ms: int, run: _Run) -> None:
+        """Archived final turns go; an open, unknown or already released one stays as it is.
+
+        Written at the release's place in the batch, after the outputs of the entries before
+        it and before those after it, as if the batch ended here: a replay cuts batches
+        elsewhere, and an idle session's stream must be judged on the same last frame."""
+        self._flush(run)
+        for turn_id in release.turns:
+            turn = self.turns.get(turn_id)
+            if turn is None or turn.state not in FINAL_STATES:
+                continue
+            run.touched.pop(turn_id, None)  # its snapshot is not written back after the tombstone
+            run.batch.release(self.keys, turn, TOMBSTONE, at_ms)
+            self.turns[turn_id] = None
+            self.released.add(turn_id)
+            self.ledger.forget(turn_id)
+        for turn_id in release.forget:
+            self.turns.pop(turn_id, None)
+            self.released.discard(turn_id)
+            run.batch.forget(self.keys, turn_id)
+        for session_id, last_frame in release.sessions:
+            run.batch.drop_idle_session(self.keys, session_id, last_frame)
+        for stream in (self.keys.transitions, self.keys.commands):
+            if release.archived_to:
+                run.batch.trim_to_mark(self.keys, stream, entry_ms(release.archived_to))
+            run.batch.mark(self.keys, stream, at_ms)
+        run.stats.applied += 1
+
+    def _flush(self, run: _Run) -> None:
+        """Write the outputs folded so far."""
+        run.batch.add_outputs(run.out, self.keys, self.session_maxlen, run.message_ms)
+        run.ignored.extend(run.out.ignored)
+        run.out = Outputs()
+        run.message_ms = []
+
     def _touch_after_error(self, turn_id: str, run: _Run) -> None:
         # An illegal event may still move the turn (a gap consumes its seq): store what it did.
         if self.turns.get(turn_id) is not None:
@@ -253,7 +247,7 @@ class PartitionFold:
         add(run.stats.counts, (DEAD_LETTERS, "reason", dead_class(reason)))
 
     def _write(self, run: _Run) -> None:
-        run.batch.add_outputs(run.out, self.keys, self.session_maxlen, run.message_ms)
+        self._flush(run)
         for turn_id, last_id in run.touched.items():
             turn = self.turns[turn_id]
             assert turn is not None
@@ -271,3 +265,4 @@ class _Run:
     # turn id -> id of its last applied entry ("" if none applied: only ignored or illegal ones)
     touched: dict[str, str] = field(default_factory=dict)
     message_ms: list[int] = field(default_factory=list)  # entry ms of each message in `out`
+    ignored: list[str] = field(default_factory=list)  # reasons of the outputs written so far

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from events.adapters import PROVIDERS
+from service.cli_archive import add_archive_command
 from service.cli_gateway import DEFAULT_HTTP, add_gateway_commands, host_port
 from service.cli_inspect import add_inspect_command
 from service.cli_publish import add_publish_command
@@ -58,12 +59,20 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 async def _replay(redis: Redis, settings: Settings, args: argparse.Namespace) -> int:
+    from service.archiving import local_archive
     from service.render import progress_bar
     from service.replay import replay
 
+    archive = local_archive(settings)
     with progress_bar("replaying entries") as progress:
         report = await replay(
-            redis, settings, verify=args.verify, target=args.into, keep=args.keep, progress=progress
+            redis,
+            settings,
+            verify=args.verify,
+            target=args.into,
+            keep=args.keep,
+            progress=progress,
+            archive=archive if archive.root.is_dir() else None,
         )
     print(f"replayed {report.entries} entries of {report.partitions} partitions")
     if report.differences:
@@ -132,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
         "replay",
         help="rebuild every projection from the inbound logs under another prefix",
         description="Rebuilds sessions, messages, partials, snapshots, commands, transitions "
-        "and dead letters from the logs. With --verify, compares them with the live ones and "
+        "and dead letters from the logs, each read from TERMINUS_ARCHIVE_DIR (what was "
+        "archived) and then from Redis. With --verify, compares them with the live ones and "
         "exits 1 printing the first difference. Run it on a quiet pool. On a terminal, a "
         "progress bar on stderr counts the entries replayed.",
     )
@@ -141,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--keep", action="store_true", help="keep the rebuilt keys")
     replay.set_defaults(handler=handler(_replay))
     add_read_commands(sub)
+    add_archive_command(sub)
     add_inspect_command(sub)
     add_publish_command(sub)
     add_gateway_commands(sub)

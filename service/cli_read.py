@@ -25,7 +25,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from events.outbound import SessionUpdate
-from service import embedded, render, views
+from service import render, views
+from service.connect import client
 from service.settings import Settings, SettingsError
 from service.settings import from_env as settings_from_env
 
@@ -63,7 +64,7 @@ def _run(body: Body, args: argparse.Namespace) -> int:
 
 
 async def _connected(body: Body, settings: Settings, args: argparse.Namespace) -> int:
-    async with Redis.from_url(settings.redis_url or embedded.LOCAL_URL) as redis:
+    async with client(settings) as redis:
         return await body(redis, settings, args)
 
 

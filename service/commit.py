@@ -11,7 +11,8 @@ everything and acks, or, when the lease no longer holds the caller's value, noth
 Entry layout: frames, commands and transitions carry one field, `e`, holding JSON bytes (as
 inbound entries do); dead letters carry `raw`, `reason`, `source_stream` and `source_id`.
 Snapshots are msgpack and stay after a turn is final (late events are then recognized, and the
-turn can be inspected); the open-turns sorted set lists only live turns, scored by the time at
+turn can be inspected) until the archiver's release replaces them with a tombstone
+(service/archive_records.py); the open-turns sorted set lists only live turns, scored by the time at
 which the stall timer may act on them. Domain counters are added to the partition's metrics hash
 (HINCRBY) in the same commit, so they count exactly what was committed (docs/metrics.md).
 
@@ -34,12 +35,15 @@ from service.keys import GROUP, Keys
 from service.scripts import script
 from service.snapshots import Stored
 from statemachines.outputs import Outputs
+from statemachines.projection import message_id_of
 from statemachines.states import FINAL_STATES
 from statemachines.turn import Turn
 
 FIELD: Final = b"e"
 UNCAPPED: Final = 0
 TRANSITIONS_MAXLEN: Final = 100_000
+COMMANDS_MAXLEN: Final = 100_000  # producers read commands as they come; a cap bounds memory
+MARKED: Final = frozenset({"K", "T"})  # ops whose second operand is a marks key
 _pack = msgspec.msgpack.Encoder().encode
 
 Value = bytes | str | int
@@ -96,7 +100,7 @@ class Batch:
         for frame in outputs.frames:
             self.add_frame(keys, frame, session_maxlen)
         for command in outputs.commands:
-            self._xadd("X", keys.commands, UNCAPPED, {FIELD: encode_json(command)})
+            self._xadd("X", keys.commands, COMMANDS_MAXLEN, {FIELD: encode_json(command)})
         for n, message in enumerate(outputs.messages):
             key = keys.messages(message.session_id)
             self.ops.append(("H", key, (message.message_id, encode_json(message))))
@@ -142,6 +146,44 @@ class Batch:
         }
         self._xadd("X", keys.dead, UNCAPPED, fields)
 
+    def release(self, keys: Keys, turn: Turn, tombstone: bytes, at_ms: int) -> None:
+        """Let an archived final turn go: its snapshot becomes `tombstone`, listed in the
+        archived set at `at_ms`; its message, its place in the session's order and its partial
+        are deleted (service/archive_records.py)."""
+        message_id = message_id_of(turn.turn_id)
+        self.ops.append(("S", keys.turn(turn.turn_id), (tombstone,)))
+        self.ops.append(("D", keys.tail(turn.turn_id), ()))
+        # A replay may fold the turn's end in the release's batch, where its own snapshot
+        # write (which unlists it) gives way to the tombstone: unlist it here as well.
+        self.ops.append(("R", keys.open_turns, (turn.turn_id,)))
+        self.ops.append(("Z", keys.archived, (at_ms, turn.turn_id)))
+        # The archiver deletes the session's stream once idle (drop_idle_session); it finds the
+        # session here, however long after this release that is.
+        self.ops.append(("Z", keys.resting, (at_ms, turn.session_id)))
+        self.ops.append(("E", keys.messages(turn.session_id), (message_id,)))
+        self.ops.append(("R", keys.message_order(turn.session_id), (message_id,)))
+        self.ops.append(("E", keys.partials(turn.session_id), (turn.turn_id,)))
+
+    def drop_idle_session(self, keys: Keys, session_id: str, last_frame: bytes) -> None:
+        """Delete the session's stream if its last frame is still `last_frame` (no turn wrote
+        to it since the archiver judged it idle)."""
+        self.ops.append(("L", keys.session(session_id), (last_frame,)))
+        self.ops.append(("R", keys.resting, (session_id,)))  # judged: a later release lists it anew
+
+    def mark(self, keys: Keys, stream: str, at_ms: int) -> None:
+        """Remember where `stream` (transitions or commands) ends now, under `at_ms`."""
+        self.ops.append(("K", stream, (at_ms, keys.marks(stream))))
+
+    def trim_to_mark(self, keys: Keys, stream: str, before_ms: int) -> None:
+        """Trim `stream` up to its newest mark scored below `before_ms` (exactly: a replay,
+        whose ids differ, trims the same entries, since it marks at the same log positions)."""
+        self.ops.append(("T", stream, (before_ms, keys.marks(stream))))
+
+    def forget(self, keys: Keys, turn_id: str) -> None:
+        """Delete a released turn's tombstone: from now on its events are of an unknown turn."""
+        self.ops.append(("D", keys.turn(turn_id), ()))
+        self.ops.append(("R", keys.archived, (turn_id,)))
+
     def _xadd(self, op: str, key: str, maxlen: int, fields: Mapping[str | bytes, Value]) -> None:
         pairs = [item for pair in fields.items() for item in pair]
         self.ops.append((op, key, (maxlen, len(fields), *pairs)))
@@ -155,13 +197,20 @@ def encode(
     array (see the script's header)."""
     names = [keys.lease, keys.inbound]
     index: dict[str, int] = {}
-    ops: list[list[Value | msgspec.Raw]] = []
-    for op, key, operands in batch.ops:
+
+    def key_index(key: str) -> int:
         k = index.get(key)
         if k is None:
             names.append(key)
             k = index[key] = len(names)  # Lua's KEYS is 1-based
-        if op == "F" or op == "X":  # the field count is implied by the array's length
+        return k
+
+    ops: list[list[Value | msgspec.Raw]] = []
+    for op, key, operands in batch.ops:
+        k = key_index(key)
+        if op in MARKED:  # the marks key travels as its index in KEYS, as every key does
+            ops.append([op, k, str(operands[0]), key_index(str(operands[1]))])
+        elif op == "F" or op == "X":  # the field count is implied by the array's length
             ops.append([op, k, str(operands[0]), *map(_packable, operands[2:])])
         else:
             ops.append([op, k, *map(_packable, operands)])

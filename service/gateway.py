@@ -41,6 +41,7 @@ from starlette.routing import Route
 
 from events.codec import encode_json
 from events.outbound import AgentError, TurnFinished
+from service.archive_records import TOMBSTONE
 from service.hub import Hub, SubscriberTooSlow
 from service.inspect_routes import Inspector
 from service.keys import keys_for_session
@@ -183,7 +184,7 @@ class _Handlers:
         keys = keys_for_session(session, self.settings.partitions, self.settings.prefix)
         turn_id = request.path_params["turn_id"]
         base, tail = await mget(self.redis, [keys.turn(turn_id), keys.tail(turn_id)])
-        if base is None:
+        if base is None or base == TOMBSTONE:  # archived: not in Redis any more
             raise _Denied(404, "no such turn")
         try:
             found = TailLedger().load(base, tail)

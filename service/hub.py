@@ -2,7 +2,9 @@
 
 A blocking XREAD per SSE client would hold one Redis connection per client (a thousand clients, a
 thousand connections). The hub instead runs one XREAD over the session streams its subscribers
-follow, and hands each frame to every subscriber of that session.
+follow, and hands each frame to every subscriber of that session. On a Redis Cluster a blocking
+XREAD must name streams of one slot, so the hub runs one such read per partition that has
+subscribers (a partition's session streams share its `{p}` slot).
 
 Exactly once, in order, per subscriber: each subscriber has its own cursor and receives only the
 frames after it. A session is read from the oldest cursor among its subscribers; when a subscriber
@@ -31,6 +33,7 @@ from redis.typing import StreamEntry
 from sse_starlette import ServerSentEvent
 
 from events.outbound import SessionUpdate
+from service.connect import is_cluster
 from service.keys import keys_for_session
 from service.replies import xread
 from service.views import FIELD, START, frame_of
@@ -39,6 +42,7 @@ log = logging.getLogger("terminus.hub")
 
 BLOCK_MS: Final = 100  # how soon a new session joins the read
 COUNT: Final = 512
+ALL: Final = -1  # the reader group of every stream, on one Redis
 
 
 class Delivery(NamedTuple):
@@ -95,7 +99,11 @@ class Hub:
         self.queue_limit = queue_limit
         self._subscribers: dict[str, set[_Subscriber]] = {}
         self._positions: dict[str, str] = {}  # session stream -> id read up to
-        self._task: asyncio.Task[None] | None = None
+        self._partition: dict[str, int] = {}  # session stream -> its partition
+        # One reader for all streams; on a cluster one per partition (its slot), as a
+        # blocking XREAD must name keys of one slot.
+        self.cluster = is_cluster(redis)
+        self._tasks: dict[int, asyncio.Task[None]] = {}
 
     async def subscribe(self, session: str, after: str | None = None) -> AsyncIterator[Delivery]:
         """The session's frames after `after` (None: all kept), then live ones, forever;
@@ -109,12 +117,14 @@ class Hub:
     ) -> AsyncIterator[list[Delivery]]:
         """As `subscribe`, each time with every frame that is waiting (at least one)."""
         subscriber = _Subscriber(after or START, self.queue_limit)
-        key = self._key(session)
+        keys = keys_for_session(session, self.partitions, self.prefix)
+        key = keys.session(session)
         self._subscribers.setdefault(key, set()).add(subscriber)
+        self._partition[key] = keys.partition
         position = self._positions.get(key)
         if position is None or _after(position, subscriber.cursor):
             self._positions[key] = subscriber.cursor
-        self._ensure_running()
+        self._ensure_running(keys.partition if self.cluster else ALL)
         try:
             while True:
                 batch = [await subscriber.queue.get()]
@@ -129,32 +139,37 @@ class Hub:
             if not watchers:
                 self._subscribers.pop(key, None)
                 self._positions.pop(key, None)
+                self._partition.pop(key, None)
 
-    def _key(self, session: str) -> str:
-        return keys_for_session(session, self.partitions, self.prefix).session(session)
-
-    def _ensure_running(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run(), name="hub")
+    def _ensure_running(self, group: int) -> None:
+        task = self._tasks.get(group)
+        if task is None or task.done():
+            self._tasks[group] = asyncio.create_task(self._run(group), name=f"hub-{group}")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
 
-    async def _run(self) -> None:
-        while self._subscribers:
+    def _cursors(self, group: int) -> dict[str, str]:
+        """Where to read each followed stream of `group` (a partition, or ALL) from."""
+        if group == ALL:
+            return dict(self._positions)
+        return {k: v for k, v in self._positions.items() if self._partition.get(k) == group}
+
+    async def _run(self, group: int) -> None:
+        while cursors := self._cursors(group):
             try:
-                await self._read_once()
+                await self._read_once(cursors)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # Redis away: subscribers wait, the read is retried
                 log.warning("hub: %r", exc)
                 await asyncio.sleep(0.2)
 
-    async def _read_once(self) -> None:
-        cursors = dict(self._positions)
+    async def _read_once(self, cursors: dict[str, str]) -> None:
         reply = await xread(self.redis, cursors, COUNT, BLOCK_MS)
         for stream, entries in reply:
             key = stream.decode()

@@ -7,13 +7,20 @@ slot; `prefix` defaults to `terminus` and lets replay build projections beside t
     {prefix}:{p}:session:<sid>      session updates for frontends (stream, MAXLEN ~)
     {prefix}:{p}:commands           retry_scheduled / compaction_required (stream)
     {prefix}:{p}:dead               dead letters (stream)
-    {prefix}:{p}:turn:<tid>         turn snapshot (string, msgpack), kept once final
+    {prefix}:{p}:turn:<tid>         turn snapshot (string, msgpack), kept once final until released
     {prefix}:{p}:tail:<tid>         text of the snapshot's open attempt (string, JSON lines)
     {prefix}:{p}:messages:<sid>     persisted messages of a session (hash message_id -> JSON)
     {prefix}:{p}:msgorder:<sid>     commit order of those messages (sorted set, score = entry ms)
     {prefix}:{p}:partials:<sid>     partial records of a session (hash turn_id -> JSON)
     {prefix}:{p}:turns              open turns of the partition (sorted set, score = stall deadline)
-    {prefix}:{p}:transitions        every state change of the partition's turns (stream, MAXLEN ~)
+    {prefix}:{p}:archived           released turns whose snapshot is a tombstone (sorted set,
+                                    score = the release entry's ms; service/archive_records.py)
+    {prefix}:{p}:resting            sessions of released turns, which the archiver checks for
+                                    idleness (sorted set, score = the latest such release's ms)
+    {prefix}:{p}:transitions        every state change of the partition's turns (stream, MAXLEN ~;
+                                    with retention, those of the entries the live log holds)
+    {prefix}:{p}:<stream>-marks     where `transitions` / `commands` ended at each recent release
+                                    (sorted set of their stream ids, score = the release's ms)
     {prefix}:{p}:lease              the partition's lease: "<worker>:<epoch>" with a TTL
     {prefix}:{p}:epoch              the partition's last lease epoch (counter)
     {prefix}:{p}:metrics            the partition's domain counters (hash, docs/metrics.md)
@@ -66,8 +73,20 @@ class Keys:
         return f"{self.root}:turns"
 
     @property
+    def archived(self) -> str:
+        return f"{self.root}:archived"
+
+    @property
+    def resting(self) -> str:
+        return f"{self.root}:resting"
+
+    @property
     def transitions(self) -> str:
         return f"{self.root}:transitions"
+
+    def marks(self, stream: str) -> str:
+        """The release marks of `stream`, one of this partition's `transitions` or `commands`."""
+        return f"{stream}-marks"
 
     @property
     def lease(self) -> str:

@@ -19,9 +19,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from redis.asyncio import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.applier import (
     BatchStats,
@@ -42,13 +40,12 @@ from service.replies import load_turns, text
 from service.scripts import script
 from service.settings import Settings
 from service.stall import StallTimer
+from service.wire import TRANSIENT as TRANSIENT  # re-exported: its home before service.wire
+from service.wire import Call, Wire
 
 log = logging.getLogger("terminus.partition")
 
-TRANSIENT: Final = (RedisConnectionError, RedisTimeoutError, OSError)
 START: Final = "0-0"
-
-Call = tuple[str, list[str], list[Value]]  # a script's name, KEYS and ARGV
 
 
 class PartitionOwner:
@@ -159,7 +156,7 @@ class PartitionOwner:
         assert self.batch is not None
         started = time.perf_counter()
         try:
-            ids = await commit_ids(self.redis, self.keys, self.lease, self.batch)
+            ids = await self._commit(self.batch)
         except BaseException:
             self.fold.forget()
             self.batch = None
@@ -171,6 +168,16 @@ class PartitionOwner:
         stats = self.stats
         self.committed()
         return stats
+
+    async def _commit(self, batch: Batch) -> list[str] | None:
+        """Commit `batch` alone; with `commit_wait_replicas`, then WAIT as the pump does."""
+        if not self.settings.commit_wait_replicas:
+            return await commit_ids(self.redis, self.keys, self.lease, batch)
+        names, args = encode(batch, self.keys, self.lease, self.consumer, 0)
+        [reply], _ = await Wire(self.redis, self.settings).send([("commit", names, args)], {})
+        if isinstance(reply, Exception):
+            raise reply
+        return None if reply == 0 else [text(i) for i in reply[0]]
 
     def decode(self, entries: Sequence[Entry]) -> list[Decoded]:
         return decode_entries(entries, self.settings.max_deliveries)

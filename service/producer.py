@@ -35,6 +35,7 @@ from events.inbound import (
     TextDelta,
     TurnStarted,
 )
+from service.connect import execute
 from service.keys import DEFAULT_PREFIX, Keys, partition_of
 
 FIELD = b"e"
@@ -84,7 +85,7 @@ class Producer:
                 pipe.xadd(
                     self.inbound_key(event.session_id), {FIELD: encode_event(event, self.fmt)}
                 )
-            ids: list[bytes] = await pipe.execute()
+            ids: list[bytes] = await execute(pipe)
         return ids
 
     def turn(self, session_id: str, turn_id: str) -> TurnPublisher:

@@ -10,6 +10,8 @@ tells which idle partitions received entries meanwhile. Owners still run indepen
 its own lease, fold and position, and one owner's lost lease or failed commit ends only that
 owner.
 
+On a Redis Cluster the round and the wait go per slot (service/wire.py); the loop is the same.
+
 Errors: a connection error fails the whole pipeline, so every owner that had a request in it
 starts over (`PartitionOwner.lost_connection`); the idle ones sent nothing that changes state.
 """
@@ -21,17 +23,16 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from redis.asyncio import Redis
-from redis.exceptions import NoScriptError
 
 from service.applier import Decoded, Entry
 from service.commit import LeaseLost
-from service.partition import TRANSIENT, Call, PartitionOwner
-from service.replies import StreamReply, xread
-from service.scripts import sha, source
+from service.partition import PartitionOwner
+from service.replies import StreamReply
 from service.settings import Settings
+from service.wire import TRANSIENT, Call, Wire
 
 log = logging.getLogger("terminus.pump")
 
@@ -44,6 +45,7 @@ class Pump:
     def __init__(self, redis: Redis, settings: Settings) -> None:
         self.redis = redis
         self.settings = settings
+        self.wire = Wire(redis, settings)
         self.owners: dict[int, PartitionOwner] = {}
         self.running = False
         self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
@@ -95,6 +97,7 @@ class Pump:
             self.running = False
             for owner in list(self.owners.values()):
                 self._end(owner)
+            await self.wire.close()
 
     async def round(self) -> None:
         self._changed.clear()
@@ -171,27 +174,7 @@ class Pump:
     async def _send(
         self, calls: Sequence[Call], idle: Sequence[PartitionOwner]
     ) -> tuple[list[Any], StreamReply]:
-        pipe = self.redis.pipeline(transaction=False)
-        for name, keys, args in calls:
-            pipe.evalsha(sha(name), len(keys), *keys, *args)
-        if idle:
-            pipe.xread({o.keys.inbound: o.tail for o in idle}, count=1)
-        results: list[Any] = await pipe.execute(raise_on_error=False)
-        replies = results[: len(calls)]
-        unknown = [n for n, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-        if unknown:  # the server lost its scripts (a restart): load them, redo those requests
-            for name in {calls[n][0] for n in unknown}:
-                await self.redis.script_load(source(name))
-            redo = self.redis.pipeline(transaction=False)
-            for n in unknown:
-                name, keys, args = calls[n]
-                redo.evalsha(sha(name), len(keys), *keys, *args)
-            for n, reply in zip(unknown, await redo.execute(raise_on_error=False), strict=True):
-                replies[n] = reply
-        woken = results[len(calls)] if idle else []
-        if isinstance(woken, Exception):
-            raise woken
-        return replies, cast(StreamReply, woken or [])
+        return await self.wire.send(calls, {o.keys.inbound: o.tail for o in idle})
 
     async def _fold(self, read: list[tuple[PartitionOwner, list[Entry]]]) -> None:
         """Decode and fold what each owner read, loading the turns they lack in one pipeline."""
@@ -199,11 +182,8 @@ class Pump:
         lacking = [(owner, owner.fold.missing(items), items) for owner, items in decoded]
         loads = [(owner, missing) for owner, missing, _ in lacking if missing]
         if loads:
-            pipe = self.redis.pipeline(transaction=False)
-            for owner, missing in loads:
-                pipe.mget(owner.fold.snapshot_keys(missing))
             try:
-                snapshots = await pipe.execute()
+                snapshots = await self.wire.load([o.fold.snapshot_keys(m) for o, m in loads])
             except TRANSIENT as exc:
                 for owner, _, _ in lacking:
                     owner.lost_connection(exc)
@@ -241,7 +221,7 @@ class Pump:
         waits: set[asyncio.Future[Any]] = {changed}
         if idle:
             streams = {o.keys.inbound: o.tail for o in idle}
-            reading = asyncio.ensure_future(xread(self.redis, streams, 1, block_ms))
+            reading = asyncio.ensure_future(self.wire.wait(streams, block_ms))
             waits.add(reading)
         await asyncio.wait(waits, timeout=block_ms / 1000 + 1, return_when="FIRST_COMPLETED")
         changed.cancel()

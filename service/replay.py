@@ -1,6 +1,12 @@
 """`terminus replay`: rebuild every projection from the inbound logs under another prefix, and
 with `verify`, compare it with the live one (DESIGN section 6, invariant 4).
 
+With an archive (service/archiver.py), a partition's log is its archived segments, in order,
+then the live log after the last segment's end: the entries exactly as they were, with their
+ids, so the fold sees what the live workers saw, the archiver's release entries included. A
+running archiver moves entries from the log to the archive while they are read: with retention
+on, verify a stopped pool (or one started with `TERMINUS_RETAIN_MS=0`).
+
 The rebuild runs the live workers' own code (`PartitionFold` and the lease-fenced commit) over
 each partition's log up to the entry its consumer group has delivered last. One decision is not
 in the log: an entry dead-lettered for being delivered too often depends on crash history, so the
@@ -15,6 +21,7 @@ quiet pool: entries still pending are reported as a difference, not guessed at.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Final, cast
@@ -23,6 +30,8 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from service.applier import Entry, PartitionFold, Timeouts, decode_entries
+from service.archive import Archive, partition_prefix, segment_info
+from service.archive_records import id_key, unpack_segment
 from service.commit import commit_or_raise
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
@@ -62,32 +71,73 @@ class _Tally:
 
 
 async def rebuild(
-    redis: Redis, settings: Settings, target: str, progress: Progress | None = None
+    redis: Redis,
+    settings: Settings,
+    target: str,
+    progress: Progress | None = None,
+    archive: Archive | None = None,
 ) -> int:
     """Fold every partition's log into `target`; returns how many entries were folded.
 
     `progress(done, total)` is called after each page: entries folded so far, and the entries
     the logs held when the rebuild began (entries not yet delivered to the group are not folded,
-    so `done` may end below `total` on a busy pool)."""
-    total = await _logged(redis, settings) if progress is not None else 0
+    so `done` may end below `total` on a busy pool). `archive`: read it before the live logs."""
+    total = await _logged(redis, settings, archive) if progress is not None else 0
     tally = _Tally(total, progress)
     tally.add(0)  # the total is known before the first page is folded
     for partition in range(settings.partitions):
-        await _rebuild_partition(redis, settings, partition, target, tally.add)
+        source = _Source(redis, settings, partition, archive)
+        await _rebuild_partition(source, target, tally.add)
     return tally.done
 
 
-async def _logged(redis: Redis, settings: Settings) -> int:
+async def _logged(redis: Redis, settings: Settings, archive: Archive | None) -> int:
     async with redis.pipeline(transaction=False) as pipe:
         for partition in range(settings.partitions):  # one XLEN per key: each its own slot
             pipe.xlen(Keys(partition, settings.prefix).inbound)
         lengths: list[int] = await pipe.execute()
-    return sum(lengths)
+    archived = 0
+    for partition in range(settings.partitions) if archive is not None else ():
+        where = partition_prefix(settings.prefix, partition)
+        archived += sum(segment_info(key)[1] for key in await _listed(archive, where))
+    return sum(lengths) + archived
 
 
-async def _rebuild_partition(
-    redis: Redis, settings: Settings, partition: int, target: str, folded: Callable[[int], None]
-) -> None:
+async def _listed(archive: Archive | None, where: str) -> list[str]:
+    return [] if archive is None else await asyncio.to_thread(archive.list, where)
+
+
+@dataclass
+class _Source:
+    """Where one partition's entries come from: the archive, then the live log."""
+
+    redis: Redis
+    settings: Settings
+    partition: int
+    archive: Archive | None
+
+    async def pages(self, page: int) -> AsyncIterator[list[Entry]]:
+        """Every entry in log order, in pages of about `page`."""
+        keys = Keys(self.partition, self.settings.prefix)
+        segments = await _listed(self.archive, partition_prefix(keys.prefix, self.partition))
+        end = (0, -1)
+        for key in segments:
+            assert self.archive is not None
+            blob = await asyncio.to_thread(self.archive.get, key)
+            # Segments may overlap (an archiver that lost its lease wrote one): the entries
+            # are the log's either way, so each id is folded once, from the first segment.
+            archived = [e for e in unpack_segment(blob).entries() if id_key(e.id) > end]
+            entries = [Entry(e.id, dict(e.fields)) for e in archived]
+            for first in range(0, len(entries), page):
+                yield entries[first : first + page]
+            end = max(end, id_key(segment_info(key)[0]))
+        after = "-" if end == (0, -1) else "(" + "-".join(map(str, end))
+        async for entries in _log(self.redis, keys, page, after):
+            yield entries
+
+
+async def _rebuild_partition(source: _Source, target: str, folded: Callable[[int], None]) -> None:
+    redis, settings, partition = source.redis, source.settings, source.partition
     live, into = Keys(partition, settings.prefix), Keys(partition, target)
     timeouts = Timeouts(settings.stall_timeout_ms, settings.tool_timeout_ms)
     fold = PartitionFold(into, settings.core(), timeouts, settings.session_maxlen, live.inbound)
@@ -95,7 +145,7 @@ async def _rebuild_partition(
     assert epoch is not None, f"another replay holds {into.lease}"
     lease = lease_value(REPLAYER, epoch)
     forced = await _forced_dead(redis, live)
-    async for entries in _log(redis, live, settings.batch_size):
+    async for entries in source.pages(settings.batch_size):
         decoded = decode_entries(entries, settings.max_deliveries, forced)
         await load_turns(redis, fold, fold.missing(decoded))
         batch, _ = fold.apply(decoded)
@@ -117,10 +167,9 @@ async def _forced_dead(redis: Redis, live: Keys) -> dict[str, str]:
     return forced
 
 
-async def _log(redis: Redis, keys: Keys, page: int) -> AsyncIterator[list[Entry]]:
-    """The inbound log in pages, up to the last entry the group delivered."""
+async def _log(redis: Redis, keys: Keys, page: int, start: str) -> AsyncIterator[list[Entry]]:
+    """The inbound log from `start` in pages, up to the last entry the group delivered."""
     horizon = await _horizon(redis, keys)
-    start = "-"
     while horizon is not None:
         rows = await xrange(redis, keys.inbound, start, horizon, page)
         if not rows:
@@ -163,6 +212,7 @@ async def replay(
     target: str | None = None,
     keep: bool = False,
     progress: Progress | None = None,
+    archive: Archive | None = None,
 ) -> ReplayReport:
     """Rebuild into `target` (default `<prefix>-replay`, cleared first), compare if asked, and
     remove the rebuilt keys unless `keep`; `progress` is told of the rebuild as in `rebuild`."""
@@ -171,7 +221,7 @@ async def replay(
         raise ValueError("replay must write under another prefix than the live one")
     await clear_prefix(redis, target)
     report = ReplayReport(partitions=settings.partitions)
-    report.entries = await rebuild(redis, settings, target, progress)
+    report.entries = await rebuild(redis, settings, target, progress, archive)
     if verify:
         for partition, count in sorted((await pending_counts(redis, settings)).items()):
             report.differences.append(f"p{partition}: {count} entries pending, not yet committed")

@@ -19,8 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from redis.asyncio import Redis
-
+from service.connect import connect
 from service.demo import run_demo
 from service.embedded import EmbeddedRedis, can_bind, ensure_redis
 from service.settings import Settings
@@ -114,7 +113,7 @@ def run_service(
 
 
 async def _demo(url: str, settings: Settings) -> None:
-    redis = Redis.from_url(url)
+    redis = connect(url, cluster=settings.redis_cluster)
     try:
         states = await run_demo(redis, settings)
     finally:

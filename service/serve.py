@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uvicorn
 
-from service.app import make_broker
+from service.connect import make_broker
 from service.gateway import create_gateway
 from service.settings import Settings
 
@@ -12,7 +12,7 @@ from service.settings import Settings
 async def serve_gateway(settings: Settings, secret: bytes, host: str, port: int) -> None:
     """Connect (with the workers' client options: timeouts, keepalive), then serve."""
     broker = make_broker(settings, client_name="terminus-gateway")
-    redis = await broker.connect()
+    redis = await broker.connect()  # a RedisCluster on a cluster: see service.connect
     try:
         app = create_gateway(redis, settings, secret)
         config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off")

@@ -17,6 +17,11 @@
 | `TERMINUS_KEEP_PARTIAL` | 1 | keep a failed attempt as a partial record (0: discard) |
 | `TERMINUS_SESSION_MAXLEN` | 10000 | approximate cap of each session stream |
 | `TERMINUS_LOG_FORMAT` | `text` | `json`: one JSON object per log line (service/logs.py) |
+| `TERMINUS_ARCHIVE_DIR` | `./var/archive` | where archived log segments go (service/archive.py) |
+| `TERMINUS_RETAIN_MS` | 0: off | archive final turns older than this (at least 2000), trim logs |
+| `TERMINUS_REDIS_CLUSTER` | 0 | 1: `REDIS_URL` names any node of a Redis Cluster |
+| `TERMINUS_COMMIT_WAIT_REPLICAS` | 0 | >0: WAIT after each commit for this many replicas |
+| `TERMINUS_COMMIT_WAIT_MS` | 100 | how long that WAIT may block (a shortfall is logged) |
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import msgspec
 from service.keys import DEFAULT_PREFIX
 from statemachines.config import CoreConfig
 from statemachines.retry_policy import RetryPolicy
+
+MIN_RETAIN_MS = 2_000
 
 
 class SettingsError(ValueError):
@@ -52,6 +59,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     keep_partial: bool = True
     session_maxlen: int = 10_000
     log_format: Literal["text", "json"] = "text"
+    archive_dir: str = "./var/archive"
+    retain_ms: int = 0  # 0: no retention, the log is never trimmed by the workers
+    redis_cluster: bool = False
+    commit_wait_replicas: int = 0
+    commit_wait_ms: int = 100
 
     def core(self) -> CoreConfig:
         """The pure core's configuration derived from these settings."""
@@ -75,7 +87,9 @@ _INTS = {
     "TERMINUS_MAX_ATTEMPTS": "max_attempts",
     "TERMINUS_WAIT_BUDGET_MS": "wait_budget_ms",
     "TERMINUS_SESSION_MAXLEN": "session_maxlen",
+    "TERMINUS_COMMIT_WAIT_MS": "commit_wait_ms",
 }
+_FLAGS = {"TERMINUS_KEEP_PARTIAL": "keep_partial", "TERMINUS_REDIS_CLUSTER": "redis_cluster"}
 
 
 def from_env(env: Mapping[str, str]) -> Settings:
@@ -89,15 +103,28 @@ def from_env(env: Mapping[str, str]) -> Settings:
         values["prefix"] = _prefix(env["TERMINUS_PREFIX"])
     if env.get("TERMINUS_LOG_FORMAT"):
         values["log_format"] = _log_format(env["TERMINUS_LOG_FORMAT"])
+    if env.get("TERMINUS_ARCHIVE_DIR"):
+        values["archive_dir"] = env["TERMINUS_ARCHIVE_DIR"]
+    if env.get("TERMINUS_RETAIN_MS", "").strip():
+        values["retain_ms"] = _retain_ms(env)
     if "TERMINUS_RETRY_CAPS" in env:
         values["retry_caps"] = _caps(env["TERMINUS_RETRY_CAPS"])
-    if "TERMINUS_KEEP_PARTIAL" in env:
-        values["keep_partial"] = env["TERMINUS_KEEP_PARTIAL"].strip().lower() not in (
-            "0",
-            "false",
-            "no",
-        )
+    if "TERMINUS_COMMIT_WAIT_REPLICAS" in env:
+        values["commit_wait_replicas"] = _count(env, "TERMINUS_COMMIT_WAIT_REPLICAS")
+    for var, name in _FLAGS.items():
+        if var in env:
+            values[name] = env[var].strip().lower() not in ("0", "false", "no")
     return msgspec.convert(values, Settings)
+
+
+def _count(env: Mapping[str, str], var: str) -> int:
+    try:
+        value = int(env[var])
+    except ValueError:
+        raise SettingsError(f"{var}={env[var]!r} is not an integer") from None
+    if value < 0:
+        raise SettingsError(f"{var}={value} must be at least 0")
+    return value
 
 
 def _positive(env: Mapping[str, str], var: str) -> int:
@@ -107,6 +134,19 @@ def _positive(env: Mapping[str, str], var: str) -> int:
         raise SettingsError(f"{var}={env[var]!r} is not an integer") from None
     if value < 1:
         raise SettingsError(f"{var}={value} must be at least 1")
+    return value
+
+
+def _retain_ms(env: Mapping[str, str]) -> int:
+    var = "TERMINUS_RETAIN_MS"
+    try:
+        value = int(env[var])
+    except ValueError:
+        raise SettingsError(f"{var}={env[var]!r} is not an integer") from None
+    # The archive must never hold an entry that Redis may still lose: with AOF `everysec`, a
+    # crash loses up to about a second of writes, so only entries older than that are archived.
+    if value != 0 and value < MIN_RETAIN_MS:
+        raise SettingsError(f"{var}={value} must be 0 (off) or at least {MIN_RETAIN_MS}")
     return value
 
 

@@ -20,6 +20,7 @@ from redis.asyncio import Redis
 
 from events.codec import encode_json
 from events.outbound import AgentMessageChunk, AgentThoughtChunk, SessionUpdate
+from service.archive_records import TOMBSTONE
 from service.keys import DEFAULT_PREFIX, Keys, keys_for_session
 from service.replies import StreamEntry, mget, text
 from service.snapshots import TailLedger
@@ -87,7 +88,7 @@ async def find_session(
             pipe.get(key)
         found: list[bytes | None] = await pipe.execute()
     for base in found:
-        if base is not None:
+        if base is not None and base != TOMBSTONE:  # an archived turn is not in Redis any more
             return _session_only.decode(base).session_id
     return None
 
@@ -98,7 +99,7 @@ async def load_turn(
     """The turn's snapshot with its open attempt's text, or None if there is none."""
     keys = keys_for_session(session_id, partitions, prefix)
     base, tail = await mget(redis, [keys.turn(turn_id), keys.tail(turn_id)])
-    if base is None:
+    if base is None or base == TOMBSTONE:
         return None
     turn = TailLedger().load(base, tail)
     return turn if turn.session_id == session_id else None

@@ -19,7 +19,7 @@ import msgspec
 from redis.asyncio import Redis
 
 from events.codec import encode_msgpack
-from service.commit import FIELD, TRANSITIONS_MAXLEN
+from service.commit import COMMANDS_MAXLEN, FIELD, TRANSITIONS_MAXLEN
 from service.keys import Keys
 from service.replies import xrange
 from service.snapshots import SnapshotError, TailLedger
@@ -42,13 +42,15 @@ async def compare_partition(redis: Redis, live: Keys, new: Keys, session_maxlen:
     out: list[str] = []
     p = live.partition
     for name, pick, capped in (
-        ("commands", _field, 0),
+        ("commands", _field, COMMANDS_MAXLEN),
         ("transitions", _field, TRANSITIONS_MAXLEN),
         ("dead", _dead_letter, 0),
     ):
         key_live, key_new = getattr(live, name), getattr(new, name)
         out += await _streams(redis, f"p{p} {name}", key_live, key_new, pick, capped)
     out += await _zsets(redis, f"p{p} open turns", live.open_turns, new.open_turns)
+    out += await _zsets(redis, f"p{p} archived turns", live.archived, new.archived)
+    out += await _zsets(redis, f"p{p} resting sessions", live.resting, new.resting)
     out += await _hashes(redis, f"p{p} metrics", live.metrics, new.metrics)
     out += await _per_id(redis, p, live, new, session_maxlen)
     return out

@@ -6,7 +6,8 @@ no longer own (after their batch in hand), renews the leases it keeps and tries 
 ones it lacks. A lease still held by a worker that is gone expires after its TTL; only then can
 the partition move, and its new owner first drains what the old one left pending. Each tick also
 stores the process's own metrics (commit latencies, lease changes: service/metrics_worker.py)
-for the gateway to read, with a TTL of three ticks.
+for the gateway to read, with a TTL of three ticks. With `TERMINUS_RETAIN_MS` > 0 the worker
+also archives the partitions it owns in the background (service/archiving.py).
 """
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ import uuid
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from service.archiving import ArchiveLoop
 from service.commit import LeaseLost
 from service.keys import control_channel
 from service.leases import Leases
 from service.membership import assigned, heartbeat
 from service.metrics_worker import WorkerMetrics
-from service.partition import TRANSIENT, PartitionOwner
+from service.partition import PartitionOwner
 from service.pump import Pump
 from service.settings import Settings
+from service.wire import TRANSIENT
 
 log = logging.getLogger("terminus.worker")
 
@@ -55,6 +58,7 @@ class Worker:
         self._stopping = asyncio.Event()
         self._stopped = asyncio.Event()
         self._lock = asyncio.Lock()  # a tick and `stop` never move the same partition twice
+        self.archiving = ArchiveLoop(redis, settings, self._leased) if settings.retain_ms else None
 
     @property
     def partitions(self) -> set[int]:
@@ -70,6 +74,8 @@ class Worker:
         interval = self.settings.lease_ttl_ms / 3000
         first = True
         pumping = [asyncio.create_task(p.run(), name=f"pump-{n}") for n, p in enumerate(self.pumps)]
+        if self.archiving is not None:
+            pumping.append(asyncio.create_task(self.archiving.run(), name="archive"))
         try:
             while not self._stopping.is_set():
                 try:
@@ -86,6 +92,8 @@ class Worker:
         finally:
             for pump in self.pumps:
                 pump.stop()
+            if self.archiving is not None:
+                self.archiving.stop()
             await asyncio.gather(*pumping)
 
     async def tick(self) -> None:
@@ -113,6 +121,11 @@ class Worker:
             await self.metrics.flush(self.redis, self.worker_id, self._ttl, self.settings.prefix)
         except RedisError as exc:  # e.g. a key of another type: metrics must not stop the worker
             log.warning("worker %s: storing metrics: %r", self.worker_id, exc)
+
+    def _leased(self) -> dict[int, str]:
+        """The lease value of each partition whose owner is past its takeover."""
+        owners = self.owners.items()
+        return {p: o.lease for p, o in owners if not (o.fresh or o.done or o.stopping)}
 
     @property
     def _ttl(self) -> int:

@@ -22,11 +22,17 @@ ARGV[5]      the batch, one MessagePack array {acks, ops} ('' for none): acks ar
   {S, k, value}                SET KEYS[k] value
   {A, k, value}                APPEND value to KEYS[k]
   {D, k}                       DEL KEYS[k]
+  {L, k, value}                DEL KEYS[k], a stream, if its last entry's field e is value
   {H, k, field, value}         HSET KEYS[k] field value
+  {E, k, field}                HDEL KEYS[k] field
   {Z, k, score, member}        ZADD KEYS[k] score member
   {N, k, score, member}        ZADD KEYS[k] NX score member (keeps the first score)
   {R, k, member}               ZREM KEYS[k] member
   {I, k, field, n}             HINCRBY KEYS[k] field n (n an integer of at most 18 digits)
+  {K, k, score, m}             ZADD KEYS[m] score <id of the last entry of stream KEYS[k]>
+                               (a mark; nothing if the stream is empty)
+  {T, k, score, m}             XTRIM KEYS[k] MINID just past its newest mark in KEYS[m] scored
+                               below score (exact), and drop that mark and the older ones
 One array instead of thousands of ARGV values: the client packs it in C (msgspec) and the
 script unpacks it in C (cmsgpack); numbers travel as strings, byte strings as msgpack str.
 
@@ -42,11 +48,13 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 
-local SIZE = {S = 3, A = 3, D = 2, H = 4, Z = 4, N = 4, R = 3, I = 4}
+local SIZE = {S = 3, A = 3, D = 2, L = 3, H = 4, E = 3, Z = 4, N = 4, R = 3, I = 4, K = 4, T = 4}
 local WANTS = {
-  F = 'stream', X = 'stream', S = 'string', A = 'string',
-  H = 'hash', Z = 'zset', N = 'zset', R = 'zset', I = 'counters',
+  F = 'stream', X = 'stream', L = 'stream', S = 'string', A = 'string',
+  H = 'hash', E = 'hash', Z = 'zset', N = 'zset', R = 'zset', I = 'counters',
+  K = 'stream', T = 'stream',
 }
+local MARKED = {K = true, T = true}  -- ops whose 4th element is the index of a marks key
 local INTEGER = '^%-?%d+$'
 
 local function type_problem(key, wanted)
@@ -69,6 +77,22 @@ local function counter_problem(n, key, op)
   end
 end
 
+local function written_key(k)
+  k = tonumber(k)
+  return k and k >= 3 and KEYS[k]
+end
+
+-- Records that `key` must be a `wanted`; returns why it cannot be, or nil.
+local function want(wants, key, wanted)
+  if wants[key] and wants[key] ~= wanted then
+    return 'ops want ' .. key .. ' to be both a ' .. wants[key] .. ' and a ' .. wanted
+  end
+  if not wants[key] then
+    wants[key] = wanted
+    return type_problem(key, wanted)
+  end
+end
+
 -- Walks the ops without writing; returns why the batch cannot be written, or nil. An op may
 -- name only a written key (KEYS[3..]: never the lease or the inbound stream), and every op on a
 -- key must want the type the key has, or would get from the first op that creates it.
@@ -79,24 +103,49 @@ local function problem(ops)
     if bad then
       return bad
     end
-    local code, k = op[1], tonumber(op[2])
-    local key, wanted = k and k >= 3 and KEYS[k], WANTS[code]
-    local fits = SIZE[code] == #op or (wanted == 'stream' and #op >= 5 and #op % 2 == 1)
-    if not key or not wanted and code ~= 'D' or not fits then
+    local code = op[1]
+    local key, wanted = written_key(op[2]), WANTS[code]
+    local appends = code == 'F' or code == 'X'
+    local fits = SIZE[code] == #op or (appends and #op >= 5 and #op % 2 == 1)
+    local marks = MARKED[code] and written_key(op[4])
+    local unmarked = MARKED[code] and not (marks and tostring(op[3]):match(INTEGER))
+    if not key or not wanted and code ~= 'D' or not fits or unmarked then
       return 'malformed op ' .. n
     end
-    if wanted and wants[key] and wants[key] ~= wanted then
-      return 'ops want ' .. key .. ' to be both a ' .. wants[key] .. ' and a ' .. wanted
+    if wanted then
+      bad = want(wants, key, wanted)
     end
-    if wanted and not wants[key] then
-      wants[key] = wanted
-      bad = type_problem(key, wanted)
+    if marks and not bad then
+      bad = want(wants, marks, 'zset')
     end
     if code == 'I' and not bad then
       bad = counter_problem(n, key, op)
     end
   end
   return bad
+end
+
+local function stream_id(id)
+  local ms, seq = string.match(id, '^(%d+)%-(%d+)$')
+  return ms, tonumber(ms), tonumber(seq)
+end
+
+-- XTRIM past the newest mark scored below `score`. Marks grow with the stream (a release marks
+-- where it ends), so of marks sharing a score (two releases in one ms) the largest id is newest.
+local function trim_to_mark(key, score, marks)
+  local top = redis.call('ZREVRANGEBYSCORE', marks, '(' .. score, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #top == 0 then
+    return
+  end
+  local newest, newest_ms, newest_seq = nil, -1, -1
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', marks, top[2], top[2])) do
+    local digits, ms, seq = stream_id(id)
+    if ms > newest_ms or (ms == newest_ms and seq > newest_seq) then
+      newest, newest_ms, newest_seq = digits, ms, seq
+    end
+  end
+  redis.call('XTRIM', key, 'MINID', newest .. '-' .. string.format('%d', newest_seq + 1))
+  redis.call('ZREMRANGEBYSCORE', marks, '-inf', top[2])
 end
 
 local function apply(op, ids)
@@ -117,14 +166,31 @@ local function apply(op, ids)
     redis.call('APPEND', key, op[3])
   elseif code == 'D' then
     redis.call('DEL', key)
+  elseif code == 'L' then
+    local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
+    local fields = last and last[2] or {}
+    for n = 1, #fields, 2 do
+      if fields[n] == 'e' and fields[n + 1] == op[3] then
+        redis.call('DEL', key)
+      end
+    end
   elseif code == 'H' then
     redis.call('HSET', key, op[3], op[4])
+  elseif code == 'E' then
+    redis.call('HDEL', key, op[3])
   elseif code == 'Z' then
     redis.call('ZADD', key, op[3], op[4])
   elseif code == 'N' then
     redis.call('ZADD', key, 'NX', op[3], op[4])
   elseif code == 'I' then
     redis.call('HINCRBY', key, op[3], op[4])
+  elseif code == 'K' then
+    local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
+    if last then
+      redis.call('ZADD', KEYS[tonumber(op[4])], op[3], last[1])
+    end
+  elseif code == 'T' then
+    trim_to_mark(key, op[3], KEYS[tonumber(op[4])])
   else
     redis.call('ZREM', key, op[3])
   end

@@ -46,6 +46,7 @@ PROVIDER_OF_DIR: Final = {
 }
 SNAPSHOT: Final = msgspec.msgpack.Decoder(Turn)
 DECIDED: Final = frozenset((TurnState.RETRYING, *FINAL_STATES))
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
 
 def provider_of(name: str) -> str:

@@ -41,19 +41,36 @@ class Expected:
     dead: dict[str, str] = field(default_factory=dict)  # entry id -> dead-letter reason
 
 
+class SessionFold:
+    """A session's entries folded one by one as a worker folds them: an illegal event is dead,
+    the rest goes on (the chaos soak folds each entry as it publishes it)."""
+
+    def __init__(self, config: CoreConfig) -> None:
+        self.config = config
+        self.out = Outputs()
+        self.expected = Expected()
+
+    def apply(self, entry_id: str, event: InboundEvent) -> None:
+        try:
+            turn, _ = evolve(self.expected.turns.get(event.turn_id), event, self.config, self.out)
+        except CoreError as exc:
+            self.expected.dead[entry_id] = f"illegal: {exc}"
+            return
+        self.expected.turns[event.turn_id] = turn
+
+    def result(self) -> Expected:
+        """What the entries folded so far must produce."""
+        self.expected.frames = [encode_json(frame) for frame in self.out.frames]
+        self.expected.messages = {m.message_id: encode_json(m) for m in self.out.messages}
+        return self.expected
+
+
 def fold_session(entries: Iterable[tuple[str, InboundEvent]], config: CoreConfig) -> Expected:
     """Fold the entries in order as a worker does: an illegal event is dead, the rest goes on."""
-    out, expected = Outputs(), Expected()
+    fold = SessionFold(config)
     for entry_id, event in entries:
-        try:
-            turn, _ = evolve(expected.turns.get(event.turn_id), event, config, out)
-        except CoreError as exc:
-            expected.dead[entry_id] = f"illegal: {exc}"
-            continue
-        expected.turns[event.turn_id] = turn
-    expected.frames = [encode_json(frame) for frame in out.frames]
-    expected.messages = {m.message_id: encode_json(m) for m in out.messages}
-    return expected
+        fold.apply(entry_id, event)
+    return fold.result()
 
 
 async def logs_by_session(redis: Redis, settings: Settings) -> Published:

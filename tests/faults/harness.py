@@ -23,9 +23,11 @@ from types import TracebackType
 from typing import IO, Any, Final, Self, cast
 
 import msgspec
+from backends import mget_any
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from service.archive_records import TOMBSTONE
 from service.embedded import EmbeddedRedis
 from service.keys import GROUP, Keys, partition_of
 from service.replies import StreamEntry
@@ -62,6 +64,7 @@ def worker_env(settings: Settings) -> dict[str, str]:
     for name in ("partitions", "batch_size", "block_ms", "lease_ttl_ms", "stall_timeout_ms"):
         env[f"TERMINUS_{name.upper()}"] = str(getattr(settings, name))
     env["TERMINUS_MAX_DELIVERIES"] = str(settings.max_deliveries)
+    env["TERMINUS_REDIS_CLUSTER"] = "1" if settings.redis_cluster else "0"
     return env
 
 
@@ -186,12 +189,17 @@ async def partition_quiet(redis: Redis, keys: Keys) -> bool:
 
 
 async def open_turns(redis: Redis, settings: Settings, turns: Sequence[tuple[str, str]]) -> int:
-    """How many of the (session, turn) pairs have no final snapshot yet."""
+    """How many of the (session, turn) pairs have no final snapshot yet (an archived turn's
+    tombstone counts as final; a forgotten one, after twice the retention, as missing)."""
     if not turns:
         return 0
     keys = [keys_of(settings, session_id).turn(turn_id) for session_id, turn_id in turns]
-    snapshots = cast("list[bytes | None]", await redis.mget(keys))
-    return sum(1 for raw in snapshots if raw is None or decode_turn(raw).state not in FINAL_STATES)
+    snapshots = await mget_any(redis, keys)
+    return sum(1 for raw in snapshots if raw is None or not _final(raw))
+
+
+def _final(raw: bytes) -> bool:
+    return raw == TOMBSTONE or decode_turn(raw).state in FINAL_STATES
 
 
 async def final_turns(redis: Redis, settings: Settings, turns: Sequence[tuple[str, str]]) -> int:
@@ -203,7 +211,7 @@ async def wait_owned(redis: Redis, settings: Settings, timeout: float = 30) -> N
     keys = [Keys(p, settings.prefix).lease for p in range(settings.partitions)]
 
     async def owned() -> bool:
-        return all(await redis.mget(keys))
+        return all(await mget_any(redis, keys))
 
     await wait_until(owned, "every partition to have an owner", timeout)
 

@@ -12,11 +12,9 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from redis.asyncio import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from events.inbound import (
     FinishStep,
@@ -29,8 +27,8 @@ from events.inbound import (
 )
 from service.producer import Producer
 from service.settings import Settings
+from service.wire import TRANSIENT
 
-TRANSIENT: Final = (RedisConnectionError, RedisTimeoutError, OSError)
 E = TypeVar("E", bound=InboundEvent)
 Published = dict[str, list[tuple[str, InboundEvent]]]  # session -> (entry id, event), in order
 

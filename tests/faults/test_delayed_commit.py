@@ -15,6 +15,7 @@ import hashlib
 from pathlib import Path
 
 import msgspec
+import pytest
 from expect import assert_exact
 from harness import (
     StartRedis,
@@ -27,8 +28,7 @@ from harness import (
     wait_until,
 )
 from load import RecordingProducer, plan_sessions, planned_turns, publish_sessions
-from proxy import BlackholeProxy
-from redis.asyncio import Redis
+from proxied import behind_proxies
 
 from service.scripts import source
 
@@ -38,15 +38,21 @@ COMMIT = hashlib.sha1(source("commit").encode()).hexdigest().encode()  # what EV
 HOLD_S = 8.0  # above the workers' socket timeout (block time + 5 s), below the lease TTL
 
 
+@pytest.mark.cluster  # on a cluster, redis-py's cluster client also retries the timed-out commit
 async def test_commit_delayed_past_the_socket_timeout_is_fenced(
-    private_redis: StartRedis, tmp_path: Path
+    on_cluster: bool, private_redis: StartRedis, tmp_path: Path
 ) -> None:
-    server = private_redis()
-    settings = fault_settings(server.url, partitions=1, batch_size=50, lease_ttl_ms=30_000)
-    redis = Redis.from_url(server.url)
-    try:
-        async with BlackholeProxy(server.port) as proxy:
-            worker_settings = msgspec.structs.replace(settings, redis_url=proxy.url)
+    async with behind_proxies(on_cluster, private_redis, tmp_path) as network:
+        settings = fault_settings(
+            network.direct.url,
+            partitions=1,
+            batch_size=50,
+            lease_ttl_ms=30_000,
+            redis_cluster=on_cluster,
+        )
+        redis = network.direct.client()
+        try:
+            worker_settings = msgspec.structs.replace(settings, redis_url=network.workers.url)
             with Workers(worker_settings, tmp_path) as workers:
                 workers.start()
                 await wait_owned(redis, settings)
@@ -57,8 +63,13 @@ async def test_commit_delayed_past_the_socket_timeout_is_fenced(
                     return await final_turns(redis, settings, TURNS) >= len(TURNS) // 10
 
                 await wait_until(underway, "a tenth of the turns final", timeout=60)
-                proxy.hold_next(COMMIT, HOLD_S)
-                await asyncio.wait_for(proxy.delivered.wait(), timeout=60)
+                for proxy in network.proxies:  # the one in front of partition 0's primary holds
+                    proxy.hold_next(COMMIT, HOLD_S)
+                delivered = [asyncio.create_task(p.delivered.wait()) for p in network.proxies]
+                done, _ = await asyncio.wait(delivered, timeout=60, return_when="FIRST_COMPLETED")
+                for task in delivered:
+                    task.cancel()
+                assert done, "no commit was held and then delivered"
                 await load
 
                 async def applied() -> bool:  # every entry acked: every turn final, if exact
@@ -68,5 +79,5 @@ async def test_commit_delayed_past_the_socket_timeout_is_fenced(
                 assert await assert_exact(redis, settings, producer.published) == {}
                 assert await dead_letters(redis, settings) == {}
                 assert workers.crashed() == []
-    finally:
-        await redis.aclose()
+        finally:
+            await redis.aclose()

@@ -21,9 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import cast
 
+import pytest
+from backends import Target
 from expect import assert_exact, assert_replay_clean, started_turns
 from harness import (
-    StartRedis,
     Workers,
     dead_letters,
     fault_settings,
@@ -54,11 +55,11 @@ def round_robin(turns: list[list[InboundEvent]]) -> list[list[InboundEvent]]:
     return chunks
 
 
-async def test_high_water_mark_after_a_crash(private_redis: StartRedis, tmp_path: Path) -> None:
-    server = private_redis()
-    settings = fault_settings(server.url, partitions=1)
+@pytest.mark.cluster
+async def test_high_water_mark_after_a_crash(fault_target: Target, tmp_path: Path) -> None:
+    settings = fault_settings(fault_target.url, partitions=1, redis_cluster=fault_target.cluster)
     inbound = Keys(0, settings.prefix).inbound
-    redis = Redis.from_url(server.url)
+    redis = fault_target.client()
     try:
         turns = [await numbered_events(plan) for sessions in PLANS for plan in sessions]
         producer = RecordingProducer(redis, settings)

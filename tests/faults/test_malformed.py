@@ -9,12 +9,12 @@ not errors: they are ignored and counted in the turn's snapshot.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final, NamedTuple, TypeVar, cast
+from typing import Final, cast
 
+import pytest
+from backends import Target
 from expect import assert_exact, assert_replay_clean, started_turns
 from harness import (
     Source,
@@ -30,21 +30,13 @@ from harness import (
     wait_until,
 )
 from load import RecordingProducer, TurnPlan, plan_sessions, publish_sessions, publish_turn
+from malformed import Junk, check_junk, gap_turn, ghost_event, junk
 from redis.asyncio import Redis
 
 from events.codec import encode_event
-from events.inbound import (
-    AttemptStarted,
-    FinishStep,
-    InboundEvent,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    TurnStarted,
-    Usage,
-)
+from events.inbound import InboundEvent, TextDelta
 from service.keys import Keys
-from service.producer import FIELD, Producer
+from service.producer import Producer
 from service.settings import Settings
 
 VALID = plan_sessions(sessions=8, turns=10, tag="ok")
@@ -52,58 +44,6 @@ LATE: Final = 3  # late events after each valid session's last turn
 GAP_TURNS: Final = 100  # each with one seq gap and one seq regression
 GHOSTS: Final = 100  # events of turns that never started
 JUNK: Final = 700  # entries no decoder accepts
-EVENT: Final = (
-    b'{"type":"text-delta","session_id":"junk","turn_id":"junk-t","seq":%b,"part_id":"p",'
-    b'"delta":%b}'
-)
-E = TypeVar("E", bound=InboundEvent)
-
-
-class Junk(NamedTuple):
-    """An undecodable entry and words its dead-letter reason must contain."""
-
-    fields: dict[bytes, bytes]
-    reason: str
-
-
-def junk(rng: random.Random) -> Iterator[Junk]:
-    """Bad JSON, bad msgpack, unknown types, wrong field types, 2 MB, no field `e`."""
-    whole = EVENT % (b"1", b'"d"')
-    for _ in range(200):
-        yield Junk({FIELD: whole[: rng.randrange(1, len(whole) - 1)]}, "malformed json")
-    for n in range(150):  # a msgpack map of 7 whose third byte is one msgpack never uses
-        yield Junk({FIELD: b"\x87\xa4type\xc1" + rng.randbytes(n % 40)}, "undecodable: ")
-    for n in range(150):
-        body = b'{"type":"text-%d","session_id":"junk","turn_id":"junk-t","seq":1}' % n
-        yield Junk({FIELD: body}, "$.type")
-    for n in range(75):
-        yield Junk({FIELD: EVENT % (b'"seven"', b'"d"')}, "$.seq")
-        yield Junk({FIELD: EVENT % (b"%d" % n, b"%d" % n)}, "$.delta")
-    for _ in range(3):
-        yield Junk({FIELD: EVENT % (b"1", b'"' + b"x" * 2_000_000 + b'"')}, "exceeds the limit")
-    for n in range(47):
-        yield Junk({b"x": b"%d" % n, b"y": bytes([200 + n % 50])}, "no field 'e'")
-
-
-def event(cls: type[E], session_id: str, seq: int, **fields: Any) -> E:
-    """An event of attempt 1 of the one turn of `session_id`."""
-    return cls(session_id=session_id, turn_id=f"{session_id}-t", seq=seq, **fields)
-
-
-def gap_turn(sid: str) -> list[InboundEvent]:
-    """A turn whose seq jumps from 3 to 1000 (dead), then regresses to 4 (dead), then goes on."""
-    usage = Usage(output_tokens=2)
-    return [
-        event(TurnStarted, sid, 0),
-        event(AttemptStarted, sid, 1, provider="fault", contract="ai-sdk"),
-        event(TextStart, sid, 2, part_id="p"),
-        event(TextDelta, sid, 3, part_id="p", delta="a"),
-        event(TextDelta, sid, 1000, part_id="p", delta="gap"),
-        event(TextDelta, sid, 4, part_id="p", delta="regression"),
-        event(TextDelta, sid, 1001, part_id="p", delta="b"),
-        event(TextEnd, sid, 1002, part_id="p"),
-        event(FinishStep, sid, 1003, finish_reason="stop", raw_finish_reason="end", usage=usage),
-    ]
 
 
 def late_events(plan: TurnPlan) -> list[InboundEvent]:
@@ -127,7 +67,7 @@ async def odd_sessions(producer: Producer) -> None:
     for n in range(GAP_TURNS):
         await producer.publish(gap_turn(f"gap{n}"))
     for n in range(GHOSTS):
-        await producer.publish([event(TextDelta, f"ghost{n}", 3, part_id="p", delta="boo")])
+        await producer.publish([ghost_event(f"ghost{n}")])
 
 
 async def inject(redis: Redis, settings: Settings, rng: random.Random) -> dict[Source, Junk]:
@@ -140,16 +80,6 @@ async def inject(redis: Redis, settings: Settings, rng: random.Random) -> dict[S
         if n % 25 == 0:
             await asyncio.sleep(0.001)  # interleave with the valid traffic
     return injected
-
-
-def check_junk(found: dict[bytes, bytes], item: Junk) -> None:
-    """The dead letter names the problem and keeps every byte of the entry."""
-    assert item.reason in found[b"reason"].decode(), (found[b"reason"], item.reason)
-    if FIELD in item.fields:
-        assert found[b"raw"] == item.fields[FIELD]
-    else:  # the entry's fields as JSON of latin-1 strings
-        fields = json.loads(found[b"raw"])
-        assert {k.encode("latin-1"): v.encode("latin-1") for k, v in fields.items()} == item.fields
 
 
 def check_illegal(
@@ -166,12 +96,10 @@ def check_illegal(
         assert dead[source][b"raw"] == encode_event(events[source])
 
 
-async def test_malformed_entries_are_dead_lettered(
-    private_redis: StartRedis, tmp_path: Path
-) -> None:
-    server = private_redis()
-    settings = fault_settings(server.url, partitions=4)
-    redis = Redis.from_url(server.url)
+@pytest.mark.cluster
+async def test_malformed_entries_are_dead_lettered(fault_target: Target, tmp_path: Path) -> None:
+    settings = fault_settings(fault_target.url, partitions=4, redis_cluster=fault_target.cluster)
+    redis = fault_target.client()
     try:
         with Workers(settings, tmp_path) as workers:
             for _ in range(2):

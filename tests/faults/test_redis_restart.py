@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from backends import Target
 from expect import assert_exact, assert_replay_clean, started_turns
 from harness import (
     StartRedis,
@@ -30,7 +31,10 @@ from load import (
     planned_turns,
     publish_sessions,
 )
-from redis.asyncio import Redis
+
+from service.cluster import LocalCluster
+from service.embedded import EmbeddedRedis
+from service.keys import Keys
 
 PLANS = plan_sessions(sessions=24, turns=15, tag="restart")
 TURNS = planned_turns(PLANS)
@@ -38,8 +42,22 @@ TURNS = planned_turns(PLANS)
 
 async def test_redis_restart_under_load(private_redis: StartRedis, tmp_path: Path) -> None:
     server = private_redis()
-    settings = fault_settings(server.url)
-    redis = Redis.from_url(server.url)
+    await restart_under_load(Target(server.url, cluster=False), server, tmp_path)
+
+
+async def test_a_cluster_primary_restart_under_load(tmp_path: Path) -> None:
+    """The same on a cluster: the primary of partition 0 SIGKILLed and restarted before the
+    cluster would fail it over (a long node timeout), so its AOF is what comes back."""
+    with LocalCluster(tmp_path / "cluster", node_timeout_ms=60_000) as cluster:
+        settings = fault_settings(cluster.url, redis_cluster=True)
+        victim = cluster.primary_of(Keys(0, settings.prefix).root)
+        await restart_under_load(Target(cluster.url, cluster=True), victim, tmp_path)
+
+
+async def restart_under_load(target: Target, server: EmbeddedRedis, tmp_path: Path) -> None:
+    """Load, SIGKILL `server` once a tenth of the turns are final, restart it, check all."""
+    settings = fault_settings(target.url, redis_cluster=target.cluster)
+    redis = target.client()
     try:
         with Workers(settings, tmp_path) as workers:
             for _ in range(2):

@@ -17,9 +17,10 @@ from typing import Final
 
 import httpx
 import msgspec
+import pytest
+from backends import Target
 from expect import started_turns
 from harness import (
-    StartRedis,
     Workers,
     dead_letters,
     fault_settings,
@@ -126,12 +127,12 @@ async def publish_slowly(
     await asyncio.gather(*(session(turns) for turns in plans))
 
 
+@pytest.mark.cluster  # the gateway's hub reads per slot on a cluster
 async def test_sse_clients_resume_exactly_across_worker_sigkills(
-    private_redis: StartRedis, tmp_path: Path
+    fault_target: Target, tmp_path: Path
 ) -> None:
-    server = private_redis()
-    settings = fault_settings(server.url, partitions=4)
-    redis = Redis.from_url(server.url)
+    settings = fault_settings(fault_target.url, partitions=4, redis_cluster=fault_target.cluster)
+    redis = fault_target.client()
     clients = [
         Client(turns[0].session_id, turns[-1].turn_id, seed) for seed, turns in enumerate(PLANS * 2)
     ]

@@ -10,9 +10,10 @@ import asyncio
 import random
 from pathlib import Path
 
+import pytest
+from backends import Target
 from expect import assert_exact, assert_replay_clean, started_turns
 from harness import (
-    StartRedis,
     Workers,
     dead_letters,
     fault_settings,
@@ -22,7 +23,6 @@ from harness import (
     wait_until,
 )
 from load import RecordingProducer, plan_sessions, planned_events, publish_sessions
-from redis.asyncio import Redis
 
 from service.settings import Settings
 
@@ -48,10 +48,10 @@ async def kill_during(
     return left
 
 
-async def test_sigkill_workers_under_load(private_redis: StartRedis, tmp_path: Path) -> None:
-    server = private_redis()
-    settings = fault_settings(server.url)
-    redis = Redis.from_url(server.url)
+@pytest.mark.cluster
+async def test_sigkill_workers_under_load(fault_target: Target, tmp_path: Path) -> None:
+    settings = fault_settings(fault_target.url, redis_cluster=fault_target.cluster)
+    redis = fault_target.client()
     try:
         with Workers(settings, tmp_path) as workers:
             for _ in range(3):

@@ -18,6 +18,8 @@ from service.settings import Settings
 from service.timeline import Timeline, timeline
 from service.worker import Worker
 
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
+
 SESSION: Final = "s-inspect"
 TURN: Final = "t-inspect"
 ANSI: Final = re.compile(r"\x1b\[")
@@ -25,11 +27,10 @@ ANSI: Final = re.compile(r"\x1b\[")
 
 @pytest.fixture
 async def retried(
-    redis: Redis, redis_url: str, prefix: str, monkeypatch: pytest.MonkeyPatch
+    redis: Redis, redis_env: None, prefix: str, monkeypatch: pytest.MonkeyPatch
 ) -> Timeline:
     """Attempt 1 is cut (no terminal proof), attempt 2 finishes; the worker is stopped before
     the test looks, and the commands are pointed at its keys. Yields the turn's timeline."""
-    monkeypatch.setenv("REDIS_URL", redis_url)
     monkeypatch.setenv("TERMINUS_PREFIX", prefix)
     monkeypatch.setenv("TERMINUS_PARTITIONS", str(PARTITIONS))
     worker = Worker(redis, Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100))

@@ -40,6 +40,8 @@ from statemachines.outputs import Outputs, Transition
 from statemachines.states import TurnState
 from statemachines.turn import Turn
 
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
+
 SESSION = "s-1"
 MAXLEN = 10_000
 ERROR = LLMErrorPayload(type="rate_limit", message="slow down", retryable=True, status=429)
@@ -326,6 +328,8 @@ MALFORMED: Final[dict[str, list[Packed]]] = {
     "append without a value": ["A", 3],
     "delete with a value": ["D", 3, "v"],
     "hset without a value": ["H", 3, "f"],
+    "hdel without a field": ["E", 3],
+    "drop-if-last without a frame": ["L", 3],
     "hincrby without an increment": ["I", 3, "f"],
     "hincrby with two increments": ["I", 3, "f", "1", "2"],
     "zadd without a member": ["Z", 3, "1"],
@@ -333,6 +337,11 @@ MALFORMED: Final[dict[str, list[Packed]]] = {
     "xadd with a field and no value": ["F", 3, "0", "e"],
     "key index past the end": ["S", 5, "v"],
     "key index zero": ["S", 0, "v"],
+    "mark without a marks key": ["K", 4, "1"],
+    "mark with a score not an integer": ["K", 4, "soon", 5],
+    "mark kept in the inbound log": ["K", 4, "1", 2],
+    "trim to a mark in no key": ["T", 4, "1", 9],
+    "drop-if-last with two frames": ["L", 4, "x", "y", "z"],
     "key index not a number": ["S", "three", "v"],
 }
 

@@ -153,6 +153,7 @@ async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
         await asyncio.sleep(0.02)
 
 
+@pytest.mark.cluster  # the hub reads per slot on a cluster
 async def test_three_clients_of_one_session_get_the_same_frames_in_the_same_order(
     served: Served,
 ) -> None:
@@ -193,6 +194,7 @@ async def test_a_client_resuming_with_last_event_id_gets_exactly_the_missing_fra
             assert [e.id for e in by_query] == [e.id for e in rest]
 
 
+@pytest.mark.cluster  # the hub reads per slot on a cluster
 async def test_a_live_client_skips_what_a_late_joiner_makes_the_hub_read_again(
     served: Served,
 ) -> None:
@@ -217,6 +219,7 @@ async def test_a_live_client_skips_what_a_late_joiner_makes_the_hub_read_again(
     assert [e.id for e in late_got] == stored[1:]
 
 
+@pytest.mark.cluster  # the hub reads per slot on a cluster
 async def test_two_hundred_sessions_never_see_each_other_s_frames(served: Served) -> None:
     sessions = [f"many-{n}" for n in range(200)]
     limits = httpx.Limits(max_connections=250)

@@ -18,6 +18,8 @@ from redis.asyncio import Redis
 from events.codec import sniff_format
 from events.versions import CURRENT
 
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
+
 
 def test_every_contract_version_up_to_the_current_one_has_a_golden_log() -> None:
     assert [d.name for d in versions()] == [f"v{n}" for n in range(1, CURRENT + 1)]

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from redis.asyncio import Redis
 
 from service.keys import Keys
 from service.leases import Leases, lease_value
+
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
 TTL = 10_000
 SHORT_TTL = 30

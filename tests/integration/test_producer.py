@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from redis.asyncio import Redis
 
 from events.codec import decode_event
@@ -14,6 +15,8 @@ from service.simulate import simulate
 from statemachines.fold import evolve
 from statemachines.outputs import Outputs
 from statemachines.turn import Turn
+
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 

@@ -48,6 +48,8 @@ from statemachines.outputs import Outputs
 from statemachines.states import TurnState
 from statemachines.turn import Turn
 
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
+
 PARTITIONS: Final = 4
 DEADLINE_S: Final = 30.0
 SNAPSHOT: Final = msgspec.msgpack.Decoder(Turn)

@@ -40,6 +40,8 @@ from service.worker import Worker
 from statemachines.states import FINAL_STATES, TurnState
 from statemachines.turn import Turn
 
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
+
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams" / "anthropic"
 PARTITIONS: Final = 4
 DEADLINE_S: Final = 20.0
@@ -251,12 +253,11 @@ async def test_verify_reports_entries_read_but_not_yet_committed(
 
 async def test_the_cli_exits_0_when_identical_and_1_with_the_difference(
     redis: Redis,
-    redis_url: str,
+    redis_env: None,
     traffic: Settings,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("REDIS_URL", redis_url)
     monkeypatch.setenv("TERMINUS_PREFIX", traffic.prefix)
     monkeypatch.setenv("TERMINUS_PARTITIONS", str(PARTITIONS))
     assert await asyncio.to_thread(main, ["replay", "--verify"]) == 0
@@ -282,12 +283,11 @@ async def test_progress_counts_up_to_every_inbound_entry(redis: Redis, traffic: 
 
 
 async def test_the_cli_draws_no_progress_bar_off_a_terminal(
-    redis_url: str,
+    redis_env: None,
     traffic: Settings,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("REDIS_URL", redis_url)
     monkeypatch.setenv("TERMINUS_PREFIX", traffic.prefix)
     monkeypatch.setenv("TERMINUS_PARTITIONS", str(PARTITIONS))
     assert await asyncio.to_thread(main, ["replay"]) == 0

@@ -35,6 +35,8 @@ def test_every_variable_is_read() -> None:
         "TERMINUS_PREFIX": "staging",
         "TERMINUS_RETRY_CAPS": "rate_limit=5",
         "TERMINUS_KEEP_PARTIAL": "0",
+        "TERMINUS_ARCHIVE_DIR": "/srv/archive",
+        "TERMINUS_RETAIN_MS": "86400000",
     }
     settings = from_env(env)
     for n, field in enumerate(INT_VARS.values()):
@@ -43,6 +45,16 @@ def test_every_variable_is_read() -> None:
     assert settings.prefix == "staging"
     assert settings.retry_caps == {"rate_limit": 5}
     assert settings.keep_partial is False
+    assert (settings.archive_dir, settings.retain_ms) == ("/srv/archive", 86_400_000)
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1", "1999"])
+def test_retention_is_off_or_older_than_what_redis_may_lose(value: str) -> None:
+    with pytest.raises(SettingsError, match="TERMINUS_RETAIN_MS"):
+        from_env({"TERMINUS_RETAIN_MS": value})
+    assert from_env({"TERMINUS_RETAIN_MS": "0"}).retain_ms == 0
+    assert from_env({"TERMINUS_RETAIN_MS": "2000"}).retain_ms == 2000
+    assert from_env({}).archive_dir == "./var/archive"
 
 
 def test_empty_url_and_prefix_mean_unset() -> None:

@@ -40,6 +40,8 @@ from statemachines.outputs import Transition
 from statemachines.states import TurnState
 from statemachines.turn import Turn
 
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
+
 PARTITIONS: Final = 4
 SESSION: Final = "s-1"
 SHORT_MS: Final = 300

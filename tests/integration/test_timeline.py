@@ -20,6 +20,8 @@ from service.worker import Worker
 from statemachines.outputs import Transition
 from statemachines.states import TurnState
 
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
+
 PARTITIONS: Final = 4
 
 

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import msgspec
+import pytest
 from redis.asyncio import Redis
 
 from events.codec import encode_json
@@ -22,6 +23,8 @@ from service.views import (
     session_messages,
     session_updates,
 )
+
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
 P = 4
 SESSION = "s-views"

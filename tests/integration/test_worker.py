@@ -43,6 +43,8 @@ from service.worker import Worker
 from statemachines.states import TurnState
 from statemachines.turn import Turn
 
+pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
+
 PARTITIONS: Final = 4
 SESSION: Final = "s-1"
 MAX_DELIVERIES: Final = 3

@@ -1,0 +1,242 @@
+"""Chaos soak: a steady load of concurrent turns for `--duration` seconds while workers are
+SIGKILLed and paused past their lease, Redis is killed and restarted on its AOF, the workers'
+connections are blackholed and malformed entries are injected; then it verifies what must hold.
+
+    python -m bench.soak [--duration 600] [--json] [--series soak.json]
+
+Checks: 0 frames lost, duplicated, unexpected or out of order in any session (read live as a
+subscriber reads them, compared with the in-process fold of what was published); `replay
+--verify` clean; every malformed entry dead-lettered with its reason and bytes, and no other
+dead letter; Redis memory bounded (bench/soak_verify.py defines it); no worker crashed. Exits 1
+when a check fails. Not part of the test suite: docs/reliability.md has the method and results.
+Parts: soak_rig (Redis, proxy, workers), soak_load, soak_chaos, soak_check (frames),
+soak_verify (the rest), soak_series and soak_report; bench/soak_plot.py draws the figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import faulthandler
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+from redis.asyncio import Redis
+
+from bench.e2e_procs import raise_on_sigterm
+from bench.soak_chaos import KINDS, Chaos
+from bench.soak_check import FrameReader
+from bench.soak_faultkit import harness, load
+from bench.soak_load import Load, LoadShape
+from bench.soak_log import LogReader
+from bench.soak_report import Outcome, build, summary, write_series
+from bench.soak_rig import Rig, RigConfig
+from bench.soak_series import Series
+from bench.soak_verify import (
+    dead_letter_report,
+    memory_by_kind,
+    memory_report,
+    replay_report,
+    sample_memory,
+)
+
+PROGRESS_S: Final = 10.0
+
+
+class Run:
+    """One soak: the rig, a direct client, the load, the checker and the faults."""
+
+    def __init__(self, args: argparse.Namespace, rig: Rig, redis: Redis) -> None:
+        self.args, self.rig, self.redis = args, rig, redis
+        self.series = Series()
+        self.by_kind: dict[str, dict[str, int]] = {}
+        self.log = LogReader(redis, rig.settings)
+        self.reader = FrameReader(redis, rig.settings, self.series, self.log, args.grace)
+        producer = load.RecordingProducer(redis, rig.settings, deadline_s=120)
+        shape = LoadShape(
+            sessions=args.sessions, turns_per_session=args.turns, deltas=args.deltas,
+            chunk_ms=args.chunk_ms,
+        )  # fmt: skip
+        self.load = Load(producer, self.reader, self.series, shape, args.seed)
+        self.chaos = Chaos(
+            rig, redis, self.load, self.series, args.fault_every, args.seed + 1, args.faults
+        )
+
+    async def __call__(self) -> dict[str, Any]:
+        await harness.wait_owned(self.redis, self.rig.settings)
+        self.series.t0 = time.perf_counter()
+        background = [
+            asyncio.create_task(self.reader.run(time.perf_counter)),
+            asyncio.create_task(self.log.run()),
+            asyncio.create_task(
+                sample_memory(self.redis, self.rig.settings, self.series, self.args.sample_every)
+            ),
+            asyncio.create_task(self._progress()),
+        ]
+        try:
+            loading = asyncio.create_task(self.load.run())
+            await self.chaos.run(until_s=self.args.duration)
+            await asyncio.sleep(max(0.0, self.args.duration - self.series.now()))
+            self.load.stop.set()
+            self._say("load stopping: lanes finish their sessions")
+            await loading
+            loaded_s = self.series.now()
+            self.by_kind = await memory_by_kind(self.redis, self.rig.settings.prefix)
+            self._say(f"draining: {len(self.reader.active)} sessions still in play")
+            await self.reader.drained(self.args.drain)
+            left = len(self.reader.active)
+            self.reader.judge_all()
+        finally:
+            for task in background:
+                task.cancel()
+            ended = await asyncio.gather(*background, return_exceptions=True)
+        for result in ended:  # a reader that died would pass for a quiet run
+            if isinstance(result, Exception):
+                raise result
+        return await self._verify(loaded_s, left)
+
+    async def _verify(self, loaded_s: float, left: int) -> dict[str, Any]:
+        settings = self.rig.settings
+        self._say("verifying: waiting for every log to be delivered and acknowledged")
+        with contextlib.suppress(AssertionError):  # a partition still busy shows in the replay
+            await harness.wait_quiet(self.redis, settings, [], timeout=self.args.drain)
+        self._say("verifying: frames, dead letters, replay --verify")
+        await self.reader.count_late_extra()
+        workers = self.rig.report()  # before the stop, whose kills are not the soak's faults
+        await self.rig.stop_workers()
+        env = self.rig.pool.env | {"REDIS_URL": self.rig.server.url}
+        outcome = Outcome(
+            config=config_of(self.args, self.rig),
+            loaded_s=loaded_s,
+            sessions_left=left,
+            load=self._load_report(),
+            frames=self.reader.totals.report(),
+            dead_letters=await dead_letter_report(
+                self.redis, settings, self.chaos.injected, self.reader.dead
+            ),
+            replay=await replay_report(env),
+            memory=memory_report(self.series.memory, loaded_s, self.args.memory_slack)
+            | {"by_kind_at_end_of_load": self.by_kind},
+            workers=workers,
+        )
+        return build(outcome, self.series)
+
+    def _load_report(self) -> dict[str, Any]:
+        return {
+            "sessions": self.load.sessions,
+            "turns": self.load.turns,
+            "events_published": self.load.producer.count,
+            "publish_retries": self.load.producer.retries,
+            "reader_errors": self.reader.read_errors + self.log.read_errors,
+        }
+
+    def _say(self, text: str) -> None:
+        if not self.args.quiet:
+            print(f"soak {self.series.now():6.0f}s: {text}", file=sys.stderr, flush=True)
+
+    async def _progress(self) -> None:
+        while True:
+            await asyncio.sleep(PROGRESS_S)
+            totals = self.reader.totals
+            self._say(
+                f"{self.load.producer.count} events, {totals.sessions} sessions judged, "
+                f"{len(self.series.faults)} faults, {len(self.rig.crashes)} crashes, "
+                f"frames lost {totals.frames.lost}, duplicated {totals.frames.duplicated}, "
+                f"events lost {totals.events.lost}"
+            )
+
+
+def config_of(args: argparse.Namespace, rig: Rig) -> dict[str, Any]:
+    """The run's settings, as the report records them."""
+    names = ("duration", "sessions", "turns", "deltas", "chunk_ms", "fault_every", "faults", "seed")
+    return {name: getattr(args, name) for name in names} | {
+        "workers": rig.config.workers,
+        "partitions": rig.config.partitions,
+        "lease_ttl_ms": rig.config.lease_ttl_ms,
+        "retain_ms": rig.config.retain_ms,
+        "memory_slack": args.memory_slack,
+    }
+
+
+async def soak(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """Start the rig in `tmp`, run the soak, stop everything; returns the report."""
+    config = RigConfig(
+        workers=args.workers, partitions=args.partitions, lease_ttl_ms=args.lease_ttl_ms,
+        retain_ms=args.retain_ms, archive_dir=args.archive_dir,
+    )  # fmt: skip
+    async with Rig(tmp, config) as rig:
+        redis = Redis.from_url(rig.server.url, socket_timeout=15, socket_connect_timeout=5)
+        try:
+            return await Run(args, rig, redis)()
+        finally:
+            await redis.aclose()
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line."""
+    p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n")[0])
+    p.add_argument("--duration", type=float, default=600.0, help="seconds of load and faults")
+    p.add_argument("--sessions", type=int, default=32, help="sessions publishing at once")
+    p.add_argument("--turns", type=int, default=3, help="turns per session")
+    p.add_argument("--deltas", type=int, default=20, help="mean text deltas per attempt")
+    p.add_argument("--chunk-ms", type=float, default=100.0, help="mean pause between chunks")
+    p.add_argument("--fault-every", type=float, default=12.0, help="mean seconds between faults")
+    p.add_argument("--faults", type=_kinds, default=KINDS, help="kinds, comma-separated")
+    p.add_argument("--workers", type=int, default=3, help="worker processes")
+    p.add_argument("--partitions", type=int, default=8, help="partitions P")
+    p.add_argument("--lease-ttl-ms", type=int, default=2000, help="TERMINUS_LEASE_TTL_MS")
+    p.add_argument("--retain-ms", type=int, default=5000, help="TERMINUS_RETAIN_MS of workers")
+    p.add_argument("--archive-dir", type=Path, default=None, help="default: in the temp dir")
+    p.add_argument("--memory-slack", type=float, default=0.10, help="bounded-memory slack")
+    p.add_argument("--sample-every", type=float, default=1.0, help="seconds between samples")
+    p.add_argument("--grace", type=float, default=1.0, help="seconds a late duplicate may take")
+    p.add_argument("--drain", type=float, default=120.0, help="seconds to wait for the end")
+    p.add_argument("--seed", type=int, default=1, help="seed of the load and the faults")
+    p.add_argument("--series", type=Path, default=None, help="write the JSON report here")
+    p.add_argument("--keep", type=Path, default=None, help="keep Redis data, logs in new DIR")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return p.parse_args(argv)
+
+
+def _kinds(text: str) -> list[str]:
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = set(kinds) - set(KINDS)
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(f"kinds are {', '.join(KINDS)}; not {sorted(unknown)}")
+    return kinds
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run, print the report, exit 1 if a check failed."""
+    args = parse(argv)
+    if args.keep is not None and args.keep.exists() and any(args.keep.iterdir()):
+        raise SystemExit(f"bench.soak: --keep {args.keep} is not empty (its Redis would reload)")
+    raise_on_sigterm()
+    # A long run that seems stuck: `kill -USR1 <pid>` prints every thread's stack to stderr.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="terminus-soak-") as tmp:
+            base = args.keep or Path(tmp)
+            base.mkdir(parents=True, exist_ok=True)
+            report = asyncio.run(soak(args, base))
+    except KeyboardInterrupt:
+        raise SystemExit("bench.soak: interrupted; workers and Redis stopped") from None
+    if args.series is not None:
+        write_series(args.series, report)
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+    else:
+        print(summary(report))
+    raise SystemExit(0 if report["verdict"]["ok"] else 1)
+
+
+if __name__ == "__main__":
+    main()

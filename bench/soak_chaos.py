@@ -1,0 +1,128 @@
+"""The faults of the soak, one at a time at random moments: SIGKILL a worker (the supervisor
+starts another), SIGSTOP one past its lease then SIGCONT it, SIGKILL redis-server and start it
+again on its port and AOF, blackhole the workers' connections, and inject malformed entries.
+
+Kinds are drawn from a shuffled deck, so that every kind comes once before any comes twice and
+even a short run sees them all. Each fault is recorded with its start, end and details.
+Malformed entries are written straight into random partitions' logs (undecodable ones: their
+expected reason is known) or published as sessions (a seq gap and regression, a turn that never
+started: the fold says which entries the core rejects and why).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+from collections.abc import Sequence
+from typing import Any, Final, cast
+
+from redis.asyncio import Redis
+
+from bench.soak_faultkit import harness, malformed
+from bench.soak_load import Load
+from bench.soak_rig import Rig
+from bench.soak_series import Fault, Series
+from service.keys import Keys
+
+KINDS: Final = ("kill_worker", "pause_worker", "restart_redis", "blackhole", "malformed")
+Source = tuple[str, str]
+
+
+class Chaos:
+    """Injects faults until `until_s` seconds into the run, one every ~`every_s` seconds."""
+
+    def __init__(
+        self,
+        rig: Rig,
+        redis: Redis,
+        load: Load,
+        series: Series,
+        every_s: float,
+        seed: int,
+        kinds: Sequence[str] = KINDS,
+    ) -> None:
+        self.rig, self.redis, self.load, self.series = rig, redis, load, series
+        self.every_s, self.kinds = every_s, list(kinds)
+        self.rng = random.Random(seed)
+        self.injected: dict[Source, malformed.Junk] = {}
+        self.rounds = 0
+
+    async def run(self, until_s: float) -> None:
+        """One fault after another until `until_s`; the fault under way then finishes."""
+        deck: list[str] = []
+        while True:
+            await asyncio.sleep(self.rng.uniform(0.5, 1.5) * self.every_s)
+            if self.series.now() >= until_s:
+                return
+            if not deck:
+                deck = list(self.kinds)
+                self.rng.shuffle(deck)
+            kind = deck.pop()
+            start = self.series.now()
+            detail = await getattr(self, kind)()
+            self.series.faults.append(
+                Fault(kind=kind, start_s=start, end_s=self.series.now(), detail=detail)
+            )
+
+    async def kill_worker(self) -> dict[str, Any]:
+        """SIGKILL a worker holding a batch if one does; returns what it left pending."""
+        settings, pool = self.rig.settings, self.rig.pool
+        pending = await harness.kill_busy_and_replace(self.redis, settings, pool, self.rng)
+        return {"pending": pending}
+
+    async def pause_worker(self) -> dict[str, Any]:
+        """SIGSTOP a worker for twice its lease (its partitions move on), then SIGCONT it."""
+        victim = self.rng.choice(self.rig.pool.running())
+        seconds = round(2 * self.rig.config.lease_ttl_ms / 1000 + self.rng.uniform(0, 1), 2)
+        self.rig.pool.signal(victim, signal.SIGSTOP)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self.rig.pool.signal(victim, signal.SIGCONT)
+        return {"pid": victim.pid, "seconds": seconds}
+
+    async def restart_redis(self) -> dict[str, Any]:
+        """SIGKILL redis-server; after a moment down, start it on the same port and AOF."""
+        down = round(self.rng.uniform(0.5, 2.0), 2)
+        self.rig.server.kill()
+        await asyncio.sleep(down)
+        await asyncio.to_thread(self.rig.server.start)
+        return {"down_s": down}
+
+    async def blackhole(self) -> dict[str, Any]:
+        """Silence every worker connection for 3-8 s."""
+        seconds = round(self.rng.uniform(3.0, 8.0), 2)
+        await self.rig.blackhole(seconds)
+        return {"seconds": seconds}
+
+    async def malformed(self) -> dict[str, Any]:
+        """One entry of each undecodable kind (a 2 MB one every 4th round), one session with a
+        seq gap and a regression, one event of a turn that never started."""
+        n, self.rounds = self.rounds, self.rounds + 1
+        items = [
+            malformed.bad_json(self.rng),
+            malformed.bad_msgpack(self.rng, n),
+            malformed.unknown_type(n),
+            malformed.wrong_seq_type(),
+            malformed.wrong_delta_type(n),
+            malformed.no_event_field(n),
+        ]
+        if n % 4 == 0:
+            items.append(malformed.oversized())
+        for item in items:
+            stream = Keys(
+                self.rng.randrange(self.rig.settings.partitions), self.rig.settings.prefix
+            )
+            entry_id = cast(bytes, await self.redis.xadd(stream.inbound, item.fields))  # type: ignore[arg-type]
+            self.injected[stream.inbound, entry_id.decode()] = item
+        await self._publish_session(f"gap-{n}", malformed.gap_turn(f"gap-{n}"))
+        await self._publish_session(f"ghost-{n}", [malformed.ghost_event(f"ghost-{n}")])
+        return {"undecodable": len(items), "rejected_sessions": 2}
+
+    async def _publish_session(self, session_id: str, events: list[Any]) -> None:
+        watch = self.load.reader.watch(session_id)
+        try:
+            await self.load.publish(watch, events)
+        finally:
+            watch.closed = True

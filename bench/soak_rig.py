@@ -1,0 +1,153 @@
+"""What the soak runs against: a private redis-server (AOF everysec, a free loopback port, never
+the shared one), the blackhole proxy in a child process between the workers and that server,
+and a pool of worker processes supervised as `terminus run` supervises them: a worker that exits
+is replaced, and one that exits without being killed by the soak is reported as a crash.
+
+The load, the checker and the memory sampler talk to Redis directly: only the workers' traffic
+goes through the proxy, so a blackhole cuts the pool off as a network partition would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Self
+
+import msgspec
+
+from bench.soak_faultkit import harness
+from service.embedded import EmbeddedRedis
+from service.settings import Settings
+
+SUPERVISE_S: Final = 0.5
+LOG_TAIL: Final = 1500
+
+
+@dataclass(frozen=True)
+class RigConfig:
+    """The pool: its size, partitions and lease, and the retention environment of its workers."""
+
+    workers: int = 3
+    partitions: int = 8
+    lease_ttl_ms: int = 2000
+    retain_ms: int = 5000
+    archive_dir: Path | None = None
+
+
+class Rig:
+    """Redis, proxy and supervised workers; everything started is stopped on exit."""
+
+    def __init__(self, tmp: Path, config: RigConfig) -> None:
+        self.tmp, self.config = tmp, config
+        self.server = EmbeddedRedis(tmp / "redis")
+        self.settings: Settings = harness.fault_settings(
+            self.server.url, partitions=config.partitions, lease_ttl_ms=config.lease_ttl_ms
+        )
+        self.crashes: list[dict[str, Any]] = []
+        self.workers: harness.Workers | None = None
+        self._proxy: asyncio.subprocess.Process | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._noted: set[int] = set()
+
+    @property
+    def pool(self) -> harness.Workers:
+        """The supervised workers (once started)."""
+        assert self.workers is not None, "the rig is not started"
+        return self.workers
+
+    async def __aenter__(self) -> Self:
+        await asyncio.to_thread(self.server.start)
+        proxy_port = await self._start_proxy()
+        worker_settings = msgspec.structs.replace(
+            self.settings, redis_url=f"redis://127.0.0.1:{proxy_port}/0"
+        )
+        (self.tmp / "logs").mkdir()
+        self.workers = harness.Workers(worker_settings, self.tmp / "logs")
+        self.workers.env.update(self.retention_env())
+        for _ in range(self.config.workers):
+            self.workers.start()
+        self._supervisor = asyncio.create_task(self._supervise())
+        return self
+
+    def retention_env(self) -> dict[str, str]:
+        """TERMINUS_RETAIN_MS and TERMINUS_ARCHIVE_DIR (no-ops in a build without retention)."""
+        archive = self.config.archive_dir or self.tmp / "archive"
+        return {
+            "TERMINUS_RETAIN_MS": str(self.config.retain_ms),
+            "TERMINUS_ARCHIVE_DIR": str(archive),
+        }
+
+    async def _start_proxy(self) -> int:
+        self._proxy = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "bench.soak_proxy", str(self.server.port),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )  # fmt: skip
+        assert self._proxy.stdout is not None
+        line = await asyncio.wait_for(self._proxy.stdout.readline(), 30)
+        return int(line)
+
+    async def blackhole(self, seconds: float) -> None:
+        """Silence every worker connection for `seconds`; returns once they flow again."""
+        assert self._proxy is not None
+        stdin, stdout = self._proxy.stdin, self._proxy.stdout
+        assert stdin is not None
+        assert stdout is not None
+        stdin.write(f"blackhole {seconds}\n".encode())
+        await stdin.drain()
+        await stdout.readline()
+
+    def report(self) -> dict[str, Any]:
+        """Workers started, killed by the soak, and crashed (exited by themselves)."""
+        pool = self.pool
+        return {
+            "started": len(pool.processes),
+            "killed": len(pool.killed),
+            "crashed": len(self.crashes),
+            "crashes": self.crashes[:5],
+        }
+
+    async def _supervise(self) -> None:
+        while True:
+            await asyncio.sleep(SUPERVISE_S)
+            for process in self.pool.processes:
+                if process.poll() is None or process.pid in self.pool.killed:
+                    continue
+                if process.pid not in self._noted:
+                    self._noted.add(process.pid)
+                    tail = self.pool.log(process)[-LOG_TAIL:]
+                    self.crashes.append(
+                        {"pid": process.pid, "exit": process.returncode, "log": tail}
+                    )
+            for _ in range(self.config.workers - len(self.pool.running())):
+                self.pool.start()
+
+    async def stop_workers(self) -> None:
+        """Stop supervising and SIGKILL the workers: `replay --verify` wants a stopped pool, since
+        a running archiver moves entries from the log to the archive while the replay reads."""
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._supervisor
+            self._supervisor = None
+        for process in self.pool.running():
+            self.pool.kill(process)
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._supervisor
+        if self.workers is not None:
+            self.workers.__exit__(kind, exc, tb)
+        if self._proxy is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proxy.kill()
+            await self._proxy.wait()
+        self.server.stop()

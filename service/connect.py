@@ -1,0 +1,82 @@
+"""Every Redis client and broker of the service is made here: one Redis, or a Redis Cluster.
+
+`TERMINUS_REDIS_CLUSTER=1` with `REDIS_URL` naming any node of a cluster selects redis-py's
+asyncio cluster client (`redis.asyncio.cluster.RedisCluster`) and FastStream's
+`RedisClusterBroker`; otherwise a plain `redis.asyncio.Redis` and `RedisBroker`.
+
+The cluster client is typed as `Redis` everywhere: it offers the same command methods, and every
+command terminus sends keeps its keys in one `{p}` slot, so the rest of the code is one path.
+The few places that must differ (the pump's pipeline, blocking reads over many streams) ask
+`is_cluster`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from redis.exceptions import ConnectionError
+
+from service import embedded
+from service.settings import Settings
+
+if TYPE_CHECKING:
+    from faststream.redis import RedisBroker
+
+log = logging.getLogger("terminus.app")
+KEEPALIVE_S: Final = 10
+
+
+def client_options(settings: Settings) -> dict[str, Any]:
+    """Options that keep a client from hanging on a dead socket: every read has a timeout."""
+    return {
+        "socket_timeout": settings.block_ms / 1000 + 5,
+        "socket_connect_timeout": 5,
+        "socket_keepalive": True,
+        "health_check_interval": KEEPALIVE_S,
+    }
+
+
+def make_broker(settings: Settings, client_name: str = "terminus-worker") -> RedisBroker:
+    """The FastStream broker of a worker or gateway process, on one Redis or a cluster."""
+    from faststream.redis import RedisBroker, RedisClusterBroker  # not for the producer SDK
+
+    kind = RedisClusterBroker if settings.redis_cluster else RedisBroker
+    return kind(
+        settings.redis_url or embedded.LOCAL_URL,
+        client_name=client_name,
+        **client_options(settings),
+        description="terminus: trustworthy LLM turns on Redis Streams",
+        logger=log,
+        log_level=logging.DEBUG,  # per-message logs of the control channel: not worth INFO
+    )
+
+
+def connect(url: str, *, cluster: bool = False, **options: Any) -> Redis:
+    """A client of the Redis at `url`, or of the cluster one of whose nodes `url` names."""
+    if cluster:
+        return cast(Redis, RedisCluster.from_url(url, **options))
+    return Redis.from_url(url, **options)
+
+
+def client(settings: Settings, **options: Any) -> Redis:
+    """A client for `settings` (REDIS_URL, else the local default)."""
+    url = settings.redis_url or embedded.LOCAL_URL
+    return connect(url, cluster=settings.redis_cluster, **options)
+
+
+def is_cluster(redis: Redis) -> bool:
+    """Whether `redis` is a cluster client: its multi-key reads must stay within one slot."""
+    return isinstance(redis, RedisCluster)
+
+
+async def execute(pipe: Any, *, raise_on_error: bool = True) -> list[Any]:
+    """Run a pipeline. redis-py 8.1's cluster pipeline raises AttributeError when a node's
+    connection is reset during its handshake (a primary just died): that is a ConnectionError,
+    and is raised as one so that callers retry it as any other."""
+    try:
+        return cast(list[Any], await pipe.execute(raise_on_error=raise_on_error))
+    except AttributeError as exc:
+        raise ConnectionError(f"connection reset: {exc}") from exc

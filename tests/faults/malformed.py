@@ -1,0 +1,130 @@
+"""Malformed inbound entries of every kind, for the malformed-entries test and the chaos soak.
+
+Each `Junk` is an entry no decoder accepts and words its dead-letter reason must contain; each
+kind has its own builder so that a long run can mix one of each into its traffic. `gap_turn` and
+`ghost_event` are decodable events the core rejects (a seq gap and regression; a turn that never
+started): the in-process fold (`expect.fold_session`) gives their reasons.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from typing import Any, Final, NamedTuple, TypeVar
+
+from events.inbound import (
+    AttemptStarted,
+    FinishStep,
+    InboundEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    TurnStarted,
+    Usage,
+)
+from service.producer import FIELD
+
+EVENT: Final = (
+    b'{"type":"text-delta","session_id":"junk","turn_id":"junk-t","seq":%b,"part_id":"p",'
+    b'"delta":%b}'
+)
+OVERSIZED_BYTES: Final = 2_000_000  # past events.codec.MAX_EVENT_BYTES (1 MiB)
+E = TypeVar("E", bound=InboundEvent)
+
+
+class Junk(NamedTuple):
+    """An undecodable entry and words its dead-letter reason must contain."""
+
+    fields: dict[bytes, bytes]
+    reason: str
+
+
+def bad_json(rng: random.Random) -> Junk:
+    """A valid event cut short at a random byte."""
+    whole = EVENT % (b"1", b'"d"')
+    return Junk({FIELD: whole[: rng.randrange(1, len(whole) - 1)]}, "malformed json")
+
+
+def bad_msgpack(rng: random.Random, n: int) -> Junk:
+    """A msgpack map of 7 whose third byte is one msgpack never uses."""
+    return Junk({FIELD: b"\x87\xa4type\xc1" + rng.randbytes(n % 40)}, "undecodable: ")
+
+
+def unknown_type(n: int) -> Junk:
+    """An event whose type no version has."""
+    body = b'{"type":"text-%d","session_id":"junk","turn_id":"junk-t","seq":1}' % n
+    return Junk({FIELD: body}, "$.type")
+
+
+def wrong_seq_type() -> Junk:
+    """A string where `seq` is an integer."""
+    return Junk({FIELD: EVENT % (b'"seven"', b'"d"')}, "$.seq")
+
+
+def wrong_delta_type(n: int) -> Junk:
+    """A number where `delta` is a string."""
+    return Junk({FIELD: EVENT % (b"%d" % n, b"%d" % n)}, "$.delta")
+
+
+def oversized() -> Junk:
+    """An event of 2 MB, past the 1 MiB limit: never parsed."""
+    return Junk({FIELD: EVENT % (b"1", b'"' + b"x" * OVERSIZED_BYTES + b'"')}, "exceeds the limit")
+
+
+def no_event_field(n: int) -> Junk:
+    """An entry without the field `e`, with a byte that is not UTF-8."""
+    return Junk({b"x": b"%d" % n, b"y": bytes([200 + n % 50])}, "no field 'e'")
+
+
+def junk(rng: random.Random) -> Iterator[Junk]:
+    """Bad JSON, bad msgpack, unknown types, wrong field types, 2 MB, no field `e` (700)."""
+    for _ in range(200):
+        yield bad_json(rng)
+    for n in range(150):
+        yield bad_msgpack(rng, n)
+    for n in range(150):
+        yield unknown_type(n)
+    for n in range(75):
+        yield wrong_seq_type()
+        yield wrong_delta_type(n)
+    for _ in range(3):
+        yield oversized()
+    for n in range(47):
+        yield no_event_field(n)
+
+
+def check_junk(found: dict[bytes, bytes], item: Junk) -> None:
+    """The dead letter names the problem and keeps every byte of the entry."""
+    assert item.reason in found[b"reason"].decode(), (found[b"reason"], item.reason)
+    if FIELD in item.fields:
+        assert found[b"raw"] == item.fields[FIELD]
+    else:  # the entry's fields as JSON of latin-1 strings
+        fields = json.loads(found[b"raw"])
+        assert {k.encode("latin-1"): v.encode("latin-1") for k, v in fields.items()} == item.fields
+
+
+def event(cls: type[E], session_id: str, seq: int, **fields: Any) -> E:
+    """An event of attempt 1 of the one turn of `session_id`."""
+    return cls(session_id=session_id, turn_id=f"{session_id}-t", seq=seq, **fields)
+
+
+def gap_turn(sid: str) -> list[InboundEvent]:
+    """A turn whose seq jumps from 3 to 1000 (dead), then regresses to 4 (dead), then goes on."""
+    usage = Usage(output_tokens=2)
+    return [
+        event(TurnStarted, sid, 0),
+        event(AttemptStarted, sid, 1, provider="fault", contract="ai-sdk"),
+        event(TextStart, sid, 2, part_id="p"),
+        event(TextDelta, sid, 3, part_id="p", delta="a"),
+        event(TextDelta, sid, 1000, part_id="p", delta="gap"),
+        event(TextDelta, sid, 4, part_id="p", delta="regression"),
+        event(TextDelta, sid, 1001, part_id="p", delta="b"),
+        event(TextEnd, sid, 1002, part_id="p"),
+        event(FinishStep, sid, 1003, finish_reason="stop", raw_finish_reason="end", usage=usage),
+    ]
+
+
+def ghost_event(sid: str) -> TextDelta:
+    """A delta of a turn that never started."""
+    return event(TextDelta, sid, 3, part_id="p", delta="boo")
