@@ -1,6 +1,6 @@
 """End-to-end throughput and latency of terminus against the raw Redis ceiling, in one run.
 
-    python -m bench.e2e [--events 150000] [--partitions 16] [--json] [--redis-url URL]
+    python -m bench.e2e [--events 150000] [--partitions 16] [--json] [--redis-url URL] [--cluster]
                         [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
                         [--rate EVENTS_PER_S] [--no-latency]
 
@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import msgspec
-from redis.asyncio import Redis
 from redis.utils import HIREDIS_AVAILABLE
 
 from bench.e2e_phases import Run, drain_phase, latency_phase, raw_phase
@@ -40,6 +39,7 @@ from bench.e2e_procs import WorkerDied, raise_on_sigterm, redis_url
 from bench.e2e_report import table
 from bench.e2e_workload import expected_frames, sized
 from events.inbound import InboundEvent
+from service.connect import connect
 
 TARGET_EVENTS_PER_S: Final = 50_000
 TARGET_P99_MS: Final = 10.0
@@ -86,18 +86,26 @@ async def environment(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any
         "hiredis": HIREDIS_AVAILABLE,
         "cpu_count": os.cpu_count(),
         "redis_version": info.get("redis_version"),
-        "redis": run.args.redis_url or "private redis-server, AOF everysec",
+        "redis": run.args.redis_url or _private(run.args.cluster),
+        "cluster": run.args.cluster,
         "events": len(events),
         "expected_frames": expected_frames(events),
         "partitions": run.args.partitions,
         "batch_size": run.args.batch_size,
         "worker_env": run.args.worker_env,
+        "latency_producer": run.args.producer,
         "deltas": run.args.deltas,
         "seed": run.args.seed,
         "repeat": run.args.repeat,
         "target_events_per_s_per_worker": TARGET_EVENTS_PER_S,
         "target_p99_ms": TARGET_P99_MS,
     }
+
+
+def _private(cluster: bool) -> str:
+    if cluster:
+        return "private local cluster (3 primaries, 3 replicas), AOF everysec"
+    return "private redis-server, AOF everysec"
 
 
 def verdicts(report: dict[str, Any]) -> dict[str, Any]:
@@ -108,7 +116,7 @@ def verdicts(report: dict[str, Any]) -> dict[str, Any]:
 
 
 async def main_async(args: argparse.Namespace, url: str, log_dir: Path) -> dict[str, Any]:
-    redis = Redis.from_url(url)
+    redis = connect(url, cluster=args.cluster)
     run = Run(args, redis, url, log_dir)
     try:
         return await measure_all(run)
@@ -150,7 +158,18 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-latency", action="store_true", help="skip the latency run")
     parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="on a Redis Cluster: a private local one (3+3 nodes), or --redis-url names a node",
+    )
+    parser.add_argument(
         "--rate", type=float, default=0.0, help="only the latency run, at this many events/s"
+    )
+    parser.add_argument(
+        "--producer",
+        choices=("packed", "sdk"),
+        default="packed",
+        help="latency run's producer: XADDs packed before the run (default), or Producer.publish",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     return parser.parse_args(argv)
@@ -162,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="terminus-e2e-") as tmp:
             log_dir = Path(tmp)
-            with redis_url(args.redis_url, log_dir / "redis") as url:
+            with redis_url(args.redis_url, log_dir / "redis", args.cluster) as url:
                 report = asyncio.run(main_async(args, url, log_dir))
     except KeyboardInterrupt:
         raise SystemExit("bench.e2e: interrupted; workers and Redis stopped") from None

@@ -17,6 +17,7 @@ from typing import Any, Final, NamedTuple
 from redis.asyncio import Redis
 
 from bench import e2e_latency as lat
+from bench.e2e_packed import PackedPublisher, to_inbound, to_session
 from bench.e2e_procs import WorkerConfig, WorkerPool, machine_busy_s
 from bench.e2e_raw import measure_raw
 from bench.e2e_redis import (
@@ -68,6 +69,8 @@ class Run:
         """A pool on `prefix`, remembered so that `stop_all` reaps it whatever happens."""
         args = self.args
         env = dict(item.split("=", 1) for item in args.worker_env)
+        if args.cluster:
+            env["TERMINUS_REDIS_CLUSTER"] = "1"
         config = WorkerConfig(self.url, prefix, args.partitions, args.batch_size, self.log_dir, env)
         self.pools.append(WorkerPool(config, size))
         return self.pools[-1]
@@ -190,10 +193,13 @@ async def _baseline(
     """The events XADDed straight to the session streams the reader follows."""
     prefix, partitions = run.new_prefix("base"), run.args.partitions
     streams = lat.session_streams(watched, partitions, prefix)
-    publish = lat.direct(run.redis, partitions, prefix)
-    measured = await lat.measure(
-        run.redis, publish, streams, lat.Probe(events, watched, WARMUP_S), rate
-    )
+    probe = lat.Probe(events, watched, WARMUP_S)
+    if run.args.producer == "sdk":
+        publish = lat.direct(run.redis, partitions, prefix)
+        measured = await lat.measure(run.redis, publish, streams, probe, rate)
+    else:
+        async with PackedPublisher(run.url, events, to_session(partitions, prefix)) as packed:
+            measured = await lat.measure(run.redis, packed, streams, probe, rate)
     await run.drop_keys()
     return measured
 
@@ -204,13 +210,18 @@ async def _through_worker(
     """The events published to the inbound logs of an idle worker; and its CPU seconds."""
     prefix, partitions = run.new_prefix("lat"), run.args.partitions
     streams = lat.session_streams(watched, partitions, prefix)
-    producer = Producer(run.redis, partitions=partitions, prefix=prefix)
     probe = lat.Probe(events, watched, WARMUP_S)
+    packed = PackedPublisher(run.url, events, to_inbound(partitions, prefix))
     with run.pool(prefix, 1) as pool:
         await wait_owned(run.redis, prefix, partitions, START_TIMEOUT_S)
         await asyncio.sleep(0.5)  # let every partition owner reach its blocking read
         meter = await Meter(run.redis, pool).start()
-        measured = await lat.measure(run.redis, producer.publish, streams, probe, rate)
+        if run.args.producer == "sdk":
+            producer = Producer(run.redis, partitions=partitions, prefix=prefix)
+            measured = await lat.measure(run.redis, producer.publish, streams, probe, rate)
+        else:
+            async with packed:
+                measured = await lat.measure(run.redis, packed, streams, probe, rate)
         worker_cpu = (await meter.read()).worker_cpu_s
         pool.check_alive()
     await run.drop_keys()

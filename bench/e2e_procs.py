@@ -19,6 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
+from service.cluster import LocalCluster
 from service.embedded import EmbeddedRedis
 
 STOP_GRACE_S: Final = 10.0
@@ -153,12 +154,13 @@ def machine_busy_s() -> float | None:
 
 
 @contextlib.contextmanager
-def redis_url(given: str | None, data_dir: Path) -> Iterator[str]:
-    """`given`, else the URL of a private redis-server with AOF (everysec) in `data_dir`."""
+def redis_url(given: str | None, data_dir: Path, cluster: bool = False) -> Iterator[str]:
+    """`given`, else the URL of a private redis-server with AOF (everysec) in `data_dir`, or
+    with `cluster` of a node of a private local cluster (3 primaries, 3 replicas, AOF)."""
     if given:
         yield given
         return
-    with EmbeddedRedis(data_dir) as server:
+    with LocalCluster(data_dir) if cluster else EmbeddedRedis(data_dir) as server:
         yield server.url
 
 

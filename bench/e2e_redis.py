@@ -12,13 +12,15 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from time import perf_counter
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
 from events.codec import encode_event
 from events.inbound import InboundEvent
+from service.connect import is_cluster
 from service.keys import GROUP, Keys, keys_for_session, partition_of
 from service.producer import FIELD, Producer
 from service.replay import clear_prefix
@@ -139,16 +141,30 @@ def _minus(now: tuple[int, int], before: tuple[int, int]) -> tuple[int, int]:
     return now[0] - before[0], now[1] - before[1]
 
 
+async def _infos(redis: Redis, section: str) -> list[dict[str, Any]]:
+    """INFO `section` of the server, or of every primary of a cluster."""
+    if not is_cluster(redis):
+        return [await redis.info(section)]
+    cluster = cast(RedisCluster, redis)
+    by_node = await cluster.info(section, target_nodes=RedisCluster.PRIMARIES)
+    return list(cast("dict[str, dict[str, Any]]", by_node).values())
+
+
 async def server_usage(redis: Redis) -> ServerUsage:
-    cpu: dict[str, Any] = await redis.info("cpu")
-    stats: dict[str, Any] = await redis.info("stats")
-    per_command: dict[str, dict[str, Any]] = await redis.info("commandstats")
-    commands = {
-        name.removeprefix("cmdstat_"): (int(row["calls"]), int(row["usec"]))
-        for name, row in per_command.items()
-    }
-    cpu_s = float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
-    return ServerUsage(cpu_s, int(stats.get("total_forks", 0)), commands)
+    """CPU, forks and per-command counts of the server (summed over a cluster's primaries)."""
+    cpu_s, forks, commands = 0.0, 0, dict[str, tuple[int, int]]()
+    for cpu in await _infos(redis, "cpu"):
+        cpu_s += float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+    for stats in await _infos(redis, "stats"):
+        forks += int(stats.get("total_forks", 0))
+    for per_command in await _infos(redis, "commandstats"):
+        for name, row in per_command.items():
+            calls, usec = commands.get(name.removeprefix("cmdstat_"), (0, 0))
+            commands[name.removeprefix("cmdstat_")] = (
+                calls + int(row["calls"]),
+                usec + int(row["usec"]),
+            )
+    return ServerUsage(cpu_s, forks, commands)
 
 
 class Outcome(NamedTuple):
@@ -174,7 +190,10 @@ async def outcome(redis: Redis, sessions: Iterable[str], partitions: int, prefix
 
 async def compact_aof(redis: Redis, timeout_s: float = 120.0) -> None:
     """Rewrite the AOF now and wait for it: a phase then starts with a small AOF, so no
-    rewrite of earlier phases' data lands in its measurement."""
+    rewrite of earlier phases' data lands in its measurement. Not on a cluster (a rewrite per
+    node would need each node's own client): its phases may include a rewrite."""
+    if is_cluster(redis):
+        return
     with contextlib.suppress(ResponseError):  # one is running already: wait for it
         await redis.bgrewriteaof()
     deadline = perf_counter() + timeout_s
