@@ -12,8 +12,14 @@ owner.
 
 On a Redis Cluster the round and the wait go per slot (service/wire.py); the loop is the same.
 
-Errors: a connection error fails the whole pipeline, so every owner that had a request in it
-starts over (`PartitionOwner.lost_connection`); the idle ones sent nothing that changes state.
+Errors: any connection error makes every owner of the pump start over
+(`PartitionOwner.lost_connection`: a new epoch, its fold reloaded, its pending entries drained),
+the idle ones too. A busy owner cannot know what of its request was applied; an idle one may
+remember more than Redis holds when the connection broke because Redis restarted and lost
+acknowledged writes (AOF `everysec` behind a slow fsync), or a replica that had not received
+them took over: its position would then wait past entries that are back in the log, and its
+fold would drop them as already applied. (A server cannot restart or fail over without breaking
+the connections to it, so the error is always seen.)
 """
 
 from __future__ import annotations
@@ -116,17 +122,14 @@ class Pump:
 
     async def _start_fresh(self) -> None:
         """Take over new owners (and restart broken ones): new epoch, group, drain."""
-        broken = False
         for owner in [o for o in self.owners.values() if o.fresh and not o.stopping]:
             try:
                 await owner.start()
             except TRANSIENT as exc:
-                owner.lost_connection(exc)
-                broken = True
+                await self._start_over(exc)
+                return
             except Exception as exc:  # LeaseLost, or a bug: the worker reaps and logs it
                 self._end(owner, exc)
-        if broken:
-            await self._pause()
 
     async def _tick_stalls(self) -> None:
         for owner in list(self.owners.values()):
@@ -135,7 +138,8 @@ class Pump:
             try:
                 await owner.stalls.tick()
             except TRANSIENT as exc:  # appends are fenced and at most once per position
-                log.warning("partition %s: stall scan: %r", owner.partition, exc)
+                await self._start_over(exc)
+                return
             except Exception as exc:
                 self._end(owner, exc)
 
@@ -146,19 +150,19 @@ class Pump:
         try:
             replies, woken = await self._send(calls, idle)
         except TRANSIENT as exc:
-            for owner in busy:
-                owner.lost_connection(exc)
-            await self._pause()
+            await self._start_over(exc)
             return
         # A commit's latency is its pipeline's round trip: what the owner waited for it.
         seconds = time.perf_counter() - started
+        broken = next((r for r in replies if isinstance(r, TRANSIENT)), None)
+        if broken is not None:  # one node's, on a cluster: what the others committed stands
+            await self._start_over(broken)
+            return
         read: list[tuple[PartitionOwner, list[Entry]]] = []
         for owner, reply in zip(busy, replies, strict=True):
             if owner.done:
                 continue  # dropped while its request was in flight
-            if isinstance(reply, TRANSIENT):
-                owner.lost_connection(reply)
-            elif isinstance(reply, Exception):  # e.g. WRONGTYPE from the commit's checks
+            if isinstance(reply, Exception):  # e.g. WRONGTYPE from the commit's checks
                 self._end(owner, reply)
             else:
                 try:
@@ -185,9 +189,7 @@ class Pump:
             try:
                 snapshots = await self.wire.load([o.fold.snapshot_keys(m) for o, m in loads])
             except TRANSIENT as exc:
-                for owner, _, _ in lacking:
-                    owner.lost_connection(exc)
-                await self._pause()
+                await self._start_over(exc)
                 return
             for (owner, missing), found in zip(loads, snapshots, strict=True):
                 try:
@@ -224,6 +226,7 @@ class Pump:
             reading = asyncio.ensure_future(self.wire.wait(streams, block_ms))
             waits.add(reading)
         await asyncio.wait(waits, timeout=block_ms / 1000 + 1, return_when="FIRST_COMPLETED")
+        nudged = changed.done()
         changed.cancel()
         if not idle:
             return
@@ -231,17 +234,24 @@ class Pump:
             reading.cancel()  # redis-py drops the connection of a cancelled command
             with contextlib.suppress(asyncio.CancelledError, *TRANSIENT):
                 await reading
+            if not nudged:  # a blocking read a second past its time: the connection is dead
+                await self._start_over(TimeoutError("a blocking read did not come back"))
             return
         try:
             self._wake(reading.result(), idle)
         except TRANSIENT as exc:
-            log.warning("pump: waiting: %r", exc)
-            await self._pause()
+            await self._start_over(exc)
 
     def _end(self, owner: PartitionOwner, error: BaseException | None = None) -> None:
         if self.owners.get(owner.partition) is owner:
             del self.owners[owner.partition]
         owner.end(error)
+
+    async def _start_over(self, exc: BaseException) -> None:
+        """Every owner starts over (see the module's docstring), after a pause."""
+        for owner in self.owners.values():
+            owner.lost_connection(exc)
+        await self._pause()
 
     async def _pause(self) -> None:
         with contextlib.suppress(TimeoutError):
