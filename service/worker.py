@@ -86,6 +86,10 @@ class Worker:
                         first = False
                 except TRANSIENT as exc:
                     log.warning("worker %s: %s", self.worker_id, exc)
+                except Exception:  # e.g. a key of the wrong type: the next tick tries again
+                    # Ending here would leave the pumps running on leases nobody renews, and
+                    # the process alive, looking healthy, while the pool lost it.
+                    log.exception("worker %s: tick failed", self.worker_id)
                 self._reap()
                 await self._sleep(interval)
             await self._stopped.wait()  # `stop` retires the owners through the pump

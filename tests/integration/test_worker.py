@@ -338,6 +338,29 @@ async def test_two_workers_split_the_partitions_and_the_survivor_takes_all(
     assert b.partitions == set()
 
 
+async def test_a_tick_that_fails_with_a_redis_error_is_logged_and_the_next_one_goes_on(
+    redis: Redis, prefix: str, workers: StartWorker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pool key of the wrong type fails the heartbeat with WRONGTYPE, not a connection
+    error: the worker logs it at every tick and joins the pool once the key is fixed (its tick
+    loop used to end on it, the process still up and holding no lease)."""
+    pool_key = f"{prefix}:workers"
+    await redis.set(pool_key, "not a sorted set")
+    worker = await workers("worker-a")
+
+    async def failed_twice() -> bool:
+        return sum("tick failed" in r.getMessage() for r in caplog.records) >= 2
+
+    await until(failed_twice, "two failed ticks")
+    assert worker.partitions == set()
+    await redis.delete(pool_key)
+
+    async def owns_all() -> bool:
+        return worker.partitions == set(range(PARTITIONS))
+
+    await until(owns_all, "the worker to take every partition once the key is fixed")
+
+
 async def test_a_worker_that_joins_later_gets_about_half(
     redis: Redis, prefix: str, workers: StartWorker
 ) -> None:
