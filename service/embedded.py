@@ -5,8 +5,10 @@ The binary is the `redis-server` on PATH, else the one bundled by the `redis-whe
 
 Persistence is AOF only (`--save ""`). Loss windows for acknowledged writes:
 - `appendfsync everysec` (default): a crash of redis-server alone normally loses nothing (Redis
-  hands the AOF buffer to the kernel before it replies); a crash of the host (power, kernel)
-  loses about the last second, up to two when fsync lags behind a slow disk.
+  writes the AOF buffer to the kernel before it replies), except while a background fsync lags
+  behind a slow disk: Redis then postpones that write for up to 2 s and still replies, so a crash
+  loses up to 2 s of answered writes; a crash of the host (power, kernel) loses about the last
+  second, up to two.
 - `appendfsync always`: nothing, at the cost of one fsync per write.
 """
 

@@ -34,6 +34,7 @@ def source(name: str) -> str:
     )
 
 
+@cache  # once per script: a pump names one for every request it sends
 def sha(name: str) -> str:
     """The SHA1 by which EVALSHA names the script `name`."""
     return hashlib.sha1(source(name).encode()).hexdigest()
