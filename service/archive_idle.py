@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 from service.archive_reads import frame_turn, mget_all, read_head
 from service.archive_records import TOMBSTONE, id_key
 from service.commit import FIELD
+from service.connect import execute
 from service.keys import Keys
 from service.replies import StreamEntry, text
 
@@ -63,7 +64,7 @@ async def _lasts(redis: Redis, keys: Keys, sessions: list[str]) -> list[StreamEn
     async with redis.pipeline(transaction=False) as pipe:
         for session in sessions:
             pipe.xrevrange(keys.session(session), count=1)
-        found = cast("list[list[StreamEntry]]", await pipe.execute())
+        found = cast("list[list[StreamEntry]]", await execute(pipe))
     return [rows[0] if rows else None for rows in found]
 
 

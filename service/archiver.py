@@ -63,6 +63,7 @@ from service.archive_records import (
     unpack_segment,
 )
 from service.commit import LeaseLost
+from service.connect import execute
 from service.keys import GROUP, Keys
 from service.replies import text, xrange
 from service.scripts import script
@@ -200,7 +201,7 @@ class Archiver:
                 session = cast(Head, heads[turn_id]).session_id
                 pipe.hget(keys.messages(session), message_id_of(turn_id))
                 pipe.hget(keys.partials(session), turn_id)
-            found = cast("list[bytes | None]", await pipe.execute())
+            found = cast("list[bytes | None]", await execute(pipe))
         records = []
         for n, turn_id in enumerate(turn_ids):
             head = cast(Head, heads[turn_id])

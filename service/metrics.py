@@ -22,6 +22,7 @@ from prometheus_client.core import (
 )
 from redis.asyncio import Redis
 
+from service.connect import execute
 from service.keys import GROUP, Keys, worker_metrics_key, workers_key
 from service.metrics_domain import Key, key_of
 from service.metrics_worker import BUCKETS, WorkerMetrics, parse
@@ -118,7 +119,7 @@ async def _workers(redis: Redis, prefix: str, members: Sequence[bytes]) -> dict[
     pipe = redis.pipeline(transaction=False)
     for worker_id in ids:
         pipe.hgetall(worker_metrics_key(worker_id, prefix))
-    stored = await pipe.execute() if ids else []
+    stored = await execute(pipe) if ids else []
     return {w: parse(s) for w, s in zip(ids, stored, strict=True) if s}
 
 

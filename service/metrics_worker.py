@@ -16,6 +16,7 @@ from typing import Any, Final, cast
 
 from redis.asyncio import Redis
 
+from service.connect import execute
 from service.keys import DEFAULT_PREFIX, worker_metrics_key
 from service.metrics_domain import field_of, key_of
 
@@ -70,7 +71,7 @@ class WorkerMetrics:
         async with redis.pipeline(transaction=True) as pipe:
             pipe.hset(key, mapping=cast("Mapping[Any, Any]", self.fields()))
             pipe.pexpire(key, ttl_ms)
-            await pipe.execute()
+            await execute(pipe)
 
 
 def parse(stored: Mapping[bytes, bytes]) -> WorkerMetrics:

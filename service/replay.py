@@ -33,6 +33,7 @@ from service.applier import Entry, PartitionFold, Timeouts, decode_entries
 from service.archive import Archive, partition_prefix, segment_info
 from service.archive_records import id_key, unpack_segment
 from service.commit import commit_or_raise
+from service.connect import execute
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
 from service.replies import load_turns, text, xrange
@@ -95,7 +96,7 @@ async def _logged(redis: Redis, settings: Settings, archive: Archive | None) -> 
     async with redis.pipeline(transaction=False) as pipe:
         for partition in range(settings.partitions):  # one XLEN per key: each its own slot
             pipe.xlen(Keys(partition, settings.prefix).inbound)
-        lengths: list[int] = await pipe.execute()
+        lengths: list[int] = await execute(pipe)
     archived = 0
     for partition in range(settings.partitions) if archive is not None else ():
         where = partition_prefix(settings.prefix, partition)

@@ -21,6 +21,7 @@ from redis.asyncio import Redis
 from events.codec import encode_json
 from events.outbound import AgentMessageChunk, AgentThoughtChunk, SessionUpdate
 from service.archive_records import TOMBSTONE
+from service.connect import execute
 from service.keys import DEFAULT_PREFIX, Keys, keys_for_session
 from service.replies import StreamEntry, mget, text
 from service.snapshots import TailLedger
@@ -86,7 +87,7 @@ async def find_session(
     async with redis.pipeline(transaction=False) as pipe:
         for key in keys:  # one GET per key: each partition is its own Cluster slot
             pipe.get(key)
-        found: list[bytes | None] = await pipe.execute()
+        found: list[bytes | None] = await execute(pipe)
     for base in found:
         if base is not None and base != TOMBSTONE:  # an archived turn is not in Redis any more
             return _session_only.decode(base).session_id
@@ -201,7 +202,7 @@ async def recent_turns(
     async with redis.pipeline(transaction=False) as pipe:
         for p in range(partitions):
             pipe.xrevrange(Keys(p, prefix).transitions, "+", "-", RECENT_PER_PARTITION)
-        pages: list[list[StreamEntry]] = await pipe.execute()
+        pages: list[list[StreamEntry]] = await execute(pipe)
     latest: dict[str, TurnSummary] = {}
     for page in pages:
         for entry_id, fields in page:  # newest first: the first seen of a turn is its latest

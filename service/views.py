@@ -19,6 +19,7 @@ from redis.typing import StreamEntry, StreamRangeResponse
 
 from events.codec import decode_frame, decode_message
 from events.outbound import PersistedMessage, SessionUpdate
+from service.connect import execute
 from service.keys import DEFAULT_PREFIX, Keys, keys_for_session
 from service.replies import text
 
@@ -110,7 +111,7 @@ async def dead_letters(
     async with redis.pipeline(transaction=False) as pipe:
         for number in chosen:
             pipe.xrange(Keys(number, prefix).dead)
-        replies: list[StreamRangeResponse] = await pipe.execute()
+        replies: list[StreamRangeResponse] = await execute(pipe)
     return [_letter(n, e) for n, entries in zip(chosen, replies, strict=True) for e in entries]
 
 
@@ -124,7 +125,7 @@ async def requeue(redis: Redis, letters: Iterable[DeadLetter]) -> list[str]:
     async with redis.pipeline(transaction=False) as pipe:
         for letter in letters:
             pipe.xadd(letter.source_stream, {FIELD: letter.raw, REQUEUED_FROM: letter.id})
-        ids: Sequence[bytes | str] = await pipe.execute()
+        ids: Sequence[bytes | str] = await execute(pipe)
     return [text(i) for i in ids]
 
 
