@@ -23,8 +23,8 @@ from service.archive import Archive, LocalArchive
 from service.archiver import Archiver, PassResult
 from service.commit import LeaseLost
 from service.leases import Leases, lease_value
-from service.partition import TRANSIENT
 from service.settings import Settings
+from service.wire import TRANSIENT
 
 log = logging.getLogger("terminus.archive")
 

@@ -40,7 +40,6 @@ from service.replies import load_turns, text
 from service.scripts import script
 from service.settings import Settings
 from service.stall import StallTimer
-from service.wire import TRANSIENT as TRANSIENT  # re-exported: its home before service.wire
 from service.wire import Call, Wire
 
 log = logging.getLogger("terminus.partition")
