@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from harness import Source, keys_of
+from harness import Source, Workers, dead_letters, keys_of
 from load import Published
 from redis.asyncio import Redis
 
@@ -160,6 +160,17 @@ async def assert_exact(
 async def assert_replay_clean(redis: Redis, settings: Settings) -> None:
     report = await replay(redis, settings, verify=True)
     assert report.differences == [], report.differences[:5]
+
+
+async def assert_all_well(
+    redis: Redis, settings: Settings, published: Published, workers: Workers, **exact: bool
+) -> None:
+    """What every fault test ends on: each session exact (`exact`: `assert_exact`'s options),
+    no dead letter, a clean replay, and no worker exited on its own."""
+    assert await assert_exact(redis, settings, published, **exact) == {}
+    assert await dead_letters(redis, settings) == {}
+    await assert_replay_clean(redis, settings)
+    assert workers.crashed() == []
 
 
 def started_turns(published: Published) -> list[tuple[str, str]]:

@@ -23,10 +23,9 @@ from typing import cast
 
 import pytest
 from backends import Target
-from expect import assert_exact, assert_replay_clean, started_turns
+from expect import assert_all_well, started_turns
 from harness import (
     Workers,
-    dead_letters,
     fault_settings,
     wait_quiet,
 )
@@ -75,9 +74,6 @@ async def test_high_water_mark_after_a_crash(fault_target: Target, tmp_path: Pat
         with Workers(settings, tmp_path) as workers:
             workers.start()
             await wait_quiet(redis, settings, started_turns(producer.published), timeout=30)
-            assert await assert_exact(redis, settings, producer.published) == {}
-            assert await dead_letters(redis, settings) == {}
-            await assert_replay_clean(redis, settings)
-            assert workers.crashed() == []
+            await assert_all_well(redis, settings, producer.published, workers)
     finally:
         await redis.aclose()

@@ -16,11 +16,10 @@ import asyncio
 from pathlib import Path
 
 from backends import Target
-from expect import assert_exact, assert_replay_clean, started_turns
+from expect import assert_all_well, started_turns
 from harness import (
     StartRedis,
     Workers,
-    dead_letters,
     fault_settings,
     final_turns,
     wait_owned,
@@ -88,9 +87,6 @@ async def restart_under_load(target: Target, server: EmbeddedRedis, tmp_path: Pa
             await load
             await wait_quiet(redis, settings, started_turns(producer.published))
             assert producer.count == planned_events(PLANS)
-            assert await assert_exact(redis, settings, producer.published, duplicates=True) == {}
-            assert await dead_letters(redis, settings) == {}
-            await assert_replay_clean(redis, settings)
-            assert workers.crashed() == []
+            await assert_all_well(redis, settings, producer.published, workers, duplicates=True)
     finally:
         await redis.aclose()

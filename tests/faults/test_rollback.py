@@ -20,8 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from expect import assert_exact, assert_replay_clean, started_turns
-from harness import StartRedis, Workers, dead_letters, fault_settings, wait_owned, wait_quiet
+from expect import assert_all_well, started_turns
+from harness import StartRedis, Workers, fault_settings, wait_owned, wait_quiet
 from load import RecordingProducer, plan_sessions, publish_sessions
 from redis.asyncio import Redis
 
@@ -111,9 +111,6 @@ async def test_redis_rolled_back_under_a_worker(private_redis: StartRedis, tmp_p
             await roll_back(redis, settings, before, appended)
 
             await wait_quiet(redis, settings, started_turns(producer.published), timeout=30)
-            assert await assert_exact(redis, settings, producer.published) == {}
-            assert await dead_letters(redis, settings) == {}
-            await assert_replay_clean(redis, settings)
-            assert workers.crashed() == []
+            await assert_all_well(redis, settings, producer.published, workers)
     finally:
         await redis.aclose()

@@ -18,10 +18,9 @@ from typing import cast
 
 import pytest
 from backends import Target, mget_any
-from expect import assert_exact, assert_replay_clean, started_turns
+from expect import assert_all_well, started_turns
 from harness import (
     Workers,
-    dead_letters,
     fault_settings,
     pending_of,
     wait_quiet,
@@ -160,9 +159,6 @@ async def test_sigstopped_worker_past_its_lease_commits_nothing(
 
             await publish_sessions(producer, LATER)  # the pool, old worker included, goes on
             await wait_quiet(redis, settings, started_turns(producer.published))
-            assert await assert_exact(redis, settings, producer.published) == {}
-            assert await dead_letters(redis, settings) == {}
-            await assert_replay_clean(redis, settings)
-            assert workers.crashed() == []
+            await assert_all_well(redis, settings, producer.published, workers)
     finally:
         await redis.aclose()
