@@ -180,19 +180,28 @@ async def soak(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The command line."""
+    """The command line; its defaults are those of `LoadShape` and `RigConfig`."""
+    shape, rig = LoadShape(), RigConfig()
     p = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.split("\n")[0])
     p.add_argument("--duration", type=float, default=600.0, help="seconds of load and faults")
-    p.add_argument("--sessions", type=int, default=32, help="sessions publishing at once")
-    p.add_argument("--turns", type=int, default=3, help="turns per session")
-    p.add_argument("--deltas", type=int, default=20, help="mean text deltas per attempt")
-    p.add_argument("--chunk-ms", type=float, default=100.0, help="mean pause between chunks")
+    p.add_argument(
+        "--sessions", type=int, default=shape.sessions, help="sessions publishing at once"
+    )
+    p.add_argument("--turns", type=int, default=shape.turns_per_session, help="turns per session")
+    p.add_argument("--deltas", type=int, default=shape.deltas, help="mean text deltas per attempt")
+    p.add_argument(
+        "--chunk-ms", type=float, default=shape.chunk_ms, help="mean pause between chunks"
+    )
     p.add_argument("--fault-every", type=float, default=12.0, help="mean seconds between faults")
     p.add_argument("--faults", type=_kinds, default=KINDS, help="kinds, comma-separated")
-    p.add_argument("--workers", type=int, default=3, help="worker processes")
-    p.add_argument("--partitions", type=int, default=8, help="partitions P")
-    p.add_argument("--lease-ttl-ms", type=int, default=2000, help="TERMINUS_LEASE_TTL_MS")
-    p.add_argument("--retain-ms", type=int, default=5000, help="TERMINUS_RETAIN_MS of workers")
+    p.add_argument("--workers", type=int, default=rig.workers, help="worker processes")
+    p.add_argument("--partitions", type=int, default=rig.partitions, help="partitions P")
+    p.add_argument(
+        "--lease-ttl-ms", type=int, default=rig.lease_ttl_ms, help="TERMINUS_LEASE_TTL_MS"
+    )
+    p.add_argument(
+        "--retain-ms", type=int, default=rig.retain_ms, help="TERMINUS_RETAIN_MS of workers"
+    )
     p.add_argument("--archive-dir", type=Path, default=None, help="default: in the temp dir")
     p.add_argument("--memory-slack", type=float, default=0.10, help="bounded-memory slack")
     p.add_argument("--sample-every", type=float, default=1.0, help="seconds between samples")
