@@ -25,7 +25,13 @@ from service import render
 from service.cli_read import CommandError, Subparsers, handler
 from service.settings import Settings
 from service.snapshots import SnapshotError
-from service.timeline import Timeline, TimelineItem, find_session, timeline
+from service.timeline import (
+    Timeline,
+    TimelineItem,
+    TurnArchived,
+    find_session,
+    timeline,
+)
 from statemachines.turn import Turn
 
 
@@ -65,6 +71,8 @@ async def _timeline_of(
         found = None if where is None else await timeline(redis, where, turn_id, partitions, prefix)
     except (msgspec.MsgspecError, SnapshotError) as exc:
         raise CommandError(f"turn {turn_id!r}: unreadable snapshot: {exc}") from None
+    except TurnArchived as exc:
+        raise CommandError(str(exc)) from None
     if found is None:
         scope = f" in session {session!r}" if session else ""
         raise CommandError(f"no turn {turn_id!r}{scope}")

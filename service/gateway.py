@@ -41,14 +41,12 @@ from starlette.routing import Route
 
 from events.codec import encode_json
 from events.outbound import AgentError, TurnFinished
-from service.archive_records import TOMBSTONE
 from service.hub import Hub, SubscriberTooSlow
-from service.inspect_routes import Inspector
-from service.keys import keys_for_session
+from service.inspect_routes import NO_TURN, Inspector
 from service.metrics import render_metrics
-from service.replies import mget
 from service.settings import Settings
-from service.snapshots import SnapshotError, TailLedger
+from service.snapshots import SnapshotError
+from service.timeline import ARCHIVED, TurnArchived, load_turn
 from service.tokens import Grant, TokenError, verify
 from service.views import session_messages
 
@@ -181,17 +179,18 @@ class _Handlers:
         session = grant.session or request.query_params.get("session")
         if session is None:
             raise _Denied(400, "an operator token needs ?session=")
-        keys = keys_for_session(session, self.settings.partitions, self.settings.prefix)
+        settings = self.settings
         turn_id = request.path_params["turn_id"]
-        base, tail = await mget(self.redis, [keys.turn(turn_id), keys.tail(turn_id)])
-        if base is None or base == TOMBSTONE:  # archived: not in Redis any more
-            raise _Denied(404, "no such turn")
         try:
-            found = TailLedger().load(base, tail)
+            found = await load_turn(
+                self.redis, session, turn_id, settings.partitions, settings.prefix
+            )
         except (msgspec.MsgspecError, SnapshotError):
             raise _Denied(500, "unreadable snapshot") from None
-        if found.session_id != session:
-            raise _Denied(404, "no such turn")
+        except TurnArchived:  # a tombstone names no session: operators only
+            raise _Denied(410, ARCHIVED) if grant.admin else _Denied(404, NO_TURN) from None
+        if found is None:
+            raise _Denied(404, NO_TURN)
         return Response(encode_json(found), media_type="application/json")
 
     async def metrics(self, request: Request) -> Response:

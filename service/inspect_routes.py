@@ -31,7 +31,7 @@ from events.codec import encode_json
 from service import diagram
 from service.settings import Settings
 from service.snapshots import SnapshotError
-from service.timeline import find_session, recent_turns, timeline
+from service.timeline import ARCHIVED, TurnArchived, find_session, recent_turns, timeline
 from service.tokens import Grant
 
 PAGE_DIR: Final = Path(__file__).with_name("inspector")
@@ -45,6 +45,8 @@ PAGE_HEADERS: Final = {
     "Referrer-Policy": "no-referrer",  # the page's URL may hold the operator token
     "Cache-Control": "no-store",
 }
+
+NO_TURN: Final = "no such turn"
 
 Endpoint = Callable[[Request], Any]
 GrantOf = Callable[[Request], tuple[str, Grant]]
@@ -95,8 +97,10 @@ class Inspector:
             )
         except (msgspec.MsgspecError, SnapshotError):
             raise self.deny(500, "unreadable snapshot") from None
+        except TurnArchived:  # a tombstone names no session: operators only
+            raise (self.deny(410, ARCHIVED) if grant.admin else self.deny(404, NO_TURN)) from None
         if found is None:
-            raise self.deny(404, "no such turn")
+            raise self.deny(404, NO_TURN)
         return Response(encode_json(found), media_type="application/json")
 
     async def _session_of(self, grant: Grant, turn_id: str, asked: str | None) -> str:
@@ -108,9 +112,12 @@ class Inspector:
         if asked:
             return asked
         settings = self.settings
-        found = await find_session(self.redis, turn_id, settings.partitions, settings.prefix)
+        try:
+            found = await find_session(self.redis, turn_id, settings.partitions, settings.prefix)
+        except TurnArchived:  # only an operator gets here: a session token names its session
+            raise self.deny(410, ARCHIVED) from None
         if found is None:
-            raise self.deny(404, "no such turn")
+            raise self.deny(404, NO_TURN)
         return found
 
     async def page(self, request: Request) -> Response:

@@ -33,6 +33,20 @@ SCAN_PAGE: Final = 1_000
 SCAN_LIMIT: Final = 100_000  # transitions read back at most when looking for one turn's
 RECENT_PER_PARTITION: Final = 200
 CHUNKS: Final = (AgentMessageChunk, AgentThoughtChunk)
+# Why an operator reading a released turn gets 410 rather than 404: it existed, and where it went.
+ARCHIVED: Final = "turn archived by retention: its events are in the archive (TERMINUS_ARCHIVE_DIR)"
+
+
+class TurnArchived(LookupError):
+    """The turn was released by retention: Redis holds only its tombstone, which names no
+    session; its events are in the archive (TERMINUS_ARCHIVE_DIR)."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(
+            f"turn {turn_id!r} was archived by retention: its events are in the archive"
+            " (TERMINUS_ARCHIVE_DIR)"
+        )
+        self.turn_id = turn_id
 
 
 class _SessionOf(msgspec.Struct):
@@ -82,25 +96,32 @@ def stream_ms(entry_id: str) -> int:
 async def find_session(
     redis: Redis, turn_id: str, partitions: int, prefix: str = DEFAULT_PREFIX
 ) -> str | None:
-    """The session of a turn known only by its id: its snapshot is in one of the partitions."""
+    """The session of a turn known only by its id: its snapshot is in one of the partitions.
+    Raises `TurnArchived` if all that is left of it is a tombstone."""
     keys = [Keys(p, prefix).turn(turn_id) for p in range(partitions)]
     async with redis.pipeline(transaction=False) as pipe:
         for key in keys:  # one GET per key: each partition is its own Cluster slot
             pipe.get(key)
         found: list[bytes | None] = await execute(pipe)
     for base in found:
-        if base is not None and base != TOMBSTONE:  # an archived turn is not in Redis any more
+        if base is not None and base != TOMBSTONE:
             return _session_only.decode(base).session_id
+    if TOMBSTONE in found:
+        raise TurnArchived(turn_id)
     return None
 
 
 async def load_turn(
     redis: Redis, session_id: str, turn_id: str, partitions: int, prefix: str = DEFAULT_PREFIX
 ) -> Turn | None:
-    """The turn's snapshot with its open attempt's text, or None if there is none."""
+    """The turn's snapshot with its open attempt's text, or None if there is none. Raises
+    `TurnArchived` for a tombstone in the session's partition: it names no session, so the
+    caller decides whether to say so (an operator) or not (a session, whose turn it may not be)."""
     keys = keys_for_session(session_id, partitions, prefix)
     base, tail = await mget(redis, [keys.turn(turn_id), keys.tail(turn_id)])
-    if base is None or base == TOMBSTONE:
+    if base == TOMBSTONE:
+        raise TurnArchived(turn_id)
+    if base is None:
         return None
     turn = TailLedger().load(base, tail)
     return turn if turn.session_id == session_id else None
@@ -109,7 +130,8 @@ async def load_turn(
 async def timeline(
     redis: Redis, session_id: str, turn_id: str, partitions: int, prefix: str = DEFAULT_PREFIX
 ) -> Timeline | None:
-    """The turn's timeline, or None if the session has no such turn."""
+    """The turn's timeline, or None if the session has no such turn (`TurnArchived`: see
+    `load_turn`)."""
     turn = await load_turn(redis, session_id, turn_id, partitions, prefix)
     if turn is None:
         return None

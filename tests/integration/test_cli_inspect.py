@@ -11,6 +11,7 @@ import pytest
 from redis.asyncio import Redis
 from test_timeline import PARTITIONS, retried_turn, settled
 
+from service.archive_records import TOMBSTONE
 from service.cli import main
 from service.keys import keys_for_session
 from service.producer import Producer
@@ -145,3 +146,20 @@ async def test_an_unreadable_snapshot_is_one_line_on_stderr_and_status_1(
     assert (status, out) == (1, "")
     [line] = err.splitlines()
     assert line.startswith(f"terminus inspect: turn '{TURN}': unreadable snapshot: ")
+
+
+@pytest.mark.parametrize("argv", [[TURN], [TURN, "--session", SESSION]])
+async def test_an_archived_turn_says_where_it_went(
+    redis: Redis,
+    prefix: str,
+    retried: Timeline,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+) -> None:
+    await redis.set(keys_for_session(SESSION, PARTITIONS, prefix).turn(TURN), TOMBSTONE)
+    status, out, err = await inspect(capsys, *argv)
+    assert (status, out) == (1, "")
+    assert err.splitlines() == [
+        f"terminus inspect: turn '{TURN}' was archived by retention: its events are in the"
+        " archive (TERMINUS_ARCHIVE_DIR)"
+    ]

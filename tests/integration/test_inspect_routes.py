@@ -17,8 +17,10 @@ from test_gateway import (
     until,
 )
 
+from service.archive_records import TOMBSTONE
 from service.diagram import svg
-from service.timeline import timeline
+from service.keys import keys_for_session
+from service.timeline import ARCHIVED, timeline
 from service.tokens import mint
 
 SESSION: Final = "s-insp"
@@ -116,3 +118,31 @@ async def test_metrics_need_an_operator_token(served: Served) -> None:
     assert session.status_code == 403
     assert admin.status_code == 200
     assert admin.headers["content-type"].startswith("text/plain; version=0.0.4")
+
+
+async def test_an_archived_turn_is_gone_for_an_operator_and_unknown_to_a_session(
+    served: Served,
+) -> None:
+    """A released turn's tombstone names no session: an operator learns it was archived (410),
+    a session token (whose turn it may not be) learns nothing (404), on both turn endpoints."""
+    await _published(served)
+    s = served.settings
+    await served.redis.set(keys_for_session(SESSION, s.partitions, s.prefix).turn(TURN), TOMBSTONE)
+    turn_url, timeline_url = (
+        f"{served.base}/v1/turns/{TURN}",
+        f"{served.base}/v1/turns/{TURN}/timeline",
+    )
+    async with httpx.AsyncClient(timeout=DEADLINE_S) as client:
+        operator = [
+            await client.get(f"{turn_url}?session={SESSION}", headers=auth(None)),
+            await client.get(timeline_url, headers=auth(None)),  # found by its id
+            await client.get(f"{timeline_url}?session={SESSION}", headers=auth(None)),
+        ]
+        own = [
+            await client.get(turn_url, headers=auth(SESSION)),
+            await client.get(timeline_url, headers=auth(SESSION)),
+        ]
+    assert [r.status_code for r in operator] == [410, 410, 410]
+    assert {r.json()["error"] for r in operator} == {ARCHIVED}
+    assert [r.status_code for r in own] == [404, 404]
+    assert {r.json()["error"] for r in own} == {"no such turn"}

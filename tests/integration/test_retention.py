@@ -42,7 +42,7 @@ from service.producer import Producer
 from service.replay import replay
 from service.replies import StreamEntry
 from service.settings import Settings
-from service.timeline import find_session, timeline
+from service.timeline import TurnArchived, find_session, timeline
 from service.worker import Worker
 from statemachines.states import FINAL_STATES
 
@@ -232,8 +232,10 @@ async def test_terminus_archive_then_replay_verify_reads_the_archive_dir(
     out = capsys.readouterr().out
     assert f"({len(ARCHIVED) + 1} turns released) to {settings.archive_dir}" in out
     await settle(redis, settings)
-    assert await timeline(redis, "s-ok", "t-ok", PARTITIONS, prefix) is None  # archived
-    assert await find_session(redis, "t-ok", PARTITIONS, prefix) is None
+    with pytest.raises(TurnArchived):
+        await timeline(redis, "s-ok", "t-ok", PARTITIONS, prefix)
+    with pytest.raises(TurnArchived):
+        await find_session(redis, "t-ok", PARTITIONS, prefix)
 
     assert await asyncio.to_thread(main, ["replay", "--verify"]) == 0
     assert "identical: every projection matches the live one" in capsys.readouterr().out
