@@ -71,7 +71,6 @@ class PartitionOwner:
         timeouts = Timeouts(settings.stall_timeout_ms, settings.tool_timeout_ms)
         self.fold = PartitionFold(self.keys, settings.core(), timeouts, settings.session_maxlen)
         self.stalls = StallTimer(redis, self.keys, self.lease, self.fold, settings)
-        self.totals = BatchStats()
         self.batch: Batch | None = None  # folded, not committed yet
         self.stats = BatchStats()  # of `batch`
         self.ready = False  # the log may hold entries this owner has not read
@@ -216,10 +215,6 @@ class PartitionOwner:
         self._count(self.stats)
 
     def _count(self, stats: BatchStats) -> None:
-        self.totals.applied += stats.applied
-        self.totals.ignored += stats.ignored
-        self.totals.dead += stats.dead
-        self.totals.frames += stats.frames
         context = {"partition": self.partition, "worker": self.consumer}
         for reason in stats.dead_reasons:
             log.warning("partition %s: dead letter: %s", self.partition, reason, extra=context)
