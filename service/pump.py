@@ -156,6 +156,7 @@ class Pump:
         seconds = time.perf_counter() - started
         broken = next((r for r in replies if isinstance(r, TRANSIENT)), None)
         if broken is not None:  # one node's, on a cluster: what the others committed stands
+            self._take_landed(busy, replies, seconds)
             await self._start_over(broken)
             return
         read: list[tuple[PartitionOwner, list[Entry]]] = []
@@ -174,6 +175,20 @@ class Pump:
                     read.append((owner, entries))
         self._wake(woken, idle)
         await self._fold(read)
+
+    def _take_landed(
+        self, busy: Sequence[PartitionOwner], replies: Sequence[Any], seconds: float
+    ) -> None:
+        """Before starting over, take the commits that did land (their latency, their dead-letter
+        and note logs), which no drain will see again; what their reads delivered stays pending
+        and is drained after the start-over."""
+        for owner, reply in zip(busy, replies, strict=True):
+            if owner.done or owner.batch is None or isinstance(reply, Exception):
+                continue
+            try:
+                owner.stepped(reply, seconds)
+            except LeaseLost as exc:
+                self._end(owner, exc)
 
     async def _send(
         self, calls: Sequence[Call], idle: Sequence[PartitionOwner]
