@@ -155,14 +155,10 @@ class Pump:
         # A commit's latency is its pipeline's round trip: what the owner waited for it.
         seconds = time.perf_counter() - started
         broken = next((r for r in replies if isinstance(r, TRANSIENT)), None)
-        if broken is not None:  # one node's, on a cluster: what the others committed stands
-            self._take_landed(busy, replies, seconds)
-            await self._start_over(broken)
-            return
         read: list[tuple[PartitionOwner, list[Entry]]] = []
         for owner, reply in zip(busy, replies, strict=True):
-            if owner.done:
-                continue  # dropped while its request was in flight
+            if owner.done or isinstance(reply, TRANSIENT):
+                continue  # dropped while its request was in flight, or its node failed
             if isinstance(reply, Exception):  # e.g. WRONGTYPE from the commit's checks
                 self._end(owner, reply)
             else:
@@ -173,22 +169,13 @@ class Pump:
                     continue
                 if entries:
                     read.append((owner, entries))
+        if broken is not None:
+            # One node's, on a cluster: the commits the others applied were taken above (no
+            # drain sees them again); what they read is left pending for the drain.
+            await self._start_over(broken)
+            return
         self._wake(woken, idle)
         await self._fold(read)
-
-    def _take_landed(
-        self, busy: Sequence[PartitionOwner], replies: Sequence[Any], seconds: float
-    ) -> None:
-        """Before starting over, take the commits that did land (their latency, their dead-letter
-        and note logs), which no drain will see again; what their reads delivered stays pending
-        and is drained after the start-over."""
-        for owner, reply in zip(busy, replies, strict=True):
-            if owner.done or owner.batch is None or isinstance(reply, Exception):
-                continue
-            try:
-                owner.stepped(reply, seconds)
-            except LeaseLost as exc:
-                self._end(owner, exc)
 
     async def _send(
         self, calls: Sequence[Call], idle: Sequence[PartitionOwner]
