@@ -42,11 +42,11 @@ from starlette.routing import Route
 from events.codec import encode_json
 from events.outbound import AgentError, TurnFinished
 from service.hub import Hub, SubscriberTooSlow
-from service.inspect_routes import NO_TURN, Inspector
+from service.inspect_routes import NO_TURN, Inspector, archived_answer
 from service.metrics import render_metrics
 from service.settings import Settings
 from service.snapshots import SnapshotError
-from service.timeline import ARCHIVED, TurnArchived, load_turn
+from service.timeline import TurnArchived, load_turn
 from service.tokens import Grant, TokenError, verify
 from service.views import session_messages
 
@@ -187,8 +187,8 @@ class _Handlers:
             )
         except (msgspec.MsgspecError, SnapshotError):
             raise _Denied(500, "unreadable snapshot") from None
-        except TurnArchived:  # a tombstone names no session: operators only
-            raise _Denied(410, ARCHIVED) if grant.admin else _Denied(404, NO_TURN) from None
+        except TurnArchived:
+            raise _Denied(*archived_answer(grant)) from None
         if found is None:
             raise _Denied(404, NO_TURN)
         return Response(encode_json(found), media_type="application/json")

@@ -48,6 +48,13 @@ PAGE_HEADERS: Final = {
 
 NO_TURN: Final = "no such turn"
 
+
+def archived_answer(grant: Grant) -> tuple[int, str]:
+    """Status and reason for a released turn: its tombstone names no session, so only an
+    operator, who may read any turn, learns that it existed (410); a session gets 404."""
+    return (410, ARCHIVED) if grant.admin else (404, NO_TURN)
+
+
 Endpoint = Callable[[Request], Any]
 GrantOf = Callable[[Request], tuple[str, Grant]]
 Deny = Callable[[int, str], Exception]
@@ -97,8 +104,8 @@ class Inspector:
             )
         except (msgspec.MsgspecError, SnapshotError):
             raise self.deny(500, "unreadable snapshot") from None
-        except TurnArchived:  # a tombstone names no session: operators only
-            raise (self.deny(410, ARCHIVED) if grant.admin else self.deny(404, NO_TURN)) from None
+        except TurnArchived:
+            raise self.deny(*archived_answer(grant)) from None
         if found is None:
             raise self.deny(404, NO_TURN)
         return Response(encode_json(found), media_type="application/json")
@@ -115,7 +122,7 @@ class Inspector:
         try:
             found = await find_session(self.redis, turn_id, settings.partitions, settings.prefix)
         except TurnArchived:  # only an operator gets here: a session token names its session
-            raise self.deny(410, ARCHIVED) from None
+            raise self.deny(*archived_answer(grant)) from None
         if found is None:
             raise self.deny(404, NO_TURN)
         return found

@@ -33,8 +33,9 @@ SCAN_PAGE: Final = 1_000
 SCAN_LIMIT: Final = 100_000  # transitions read back at most when looking for one turn's
 RECENT_PER_PARTITION: Final = 200
 CHUNKS: Final = (AgentMessageChunk, AgentThoughtChunk)
+_WHERE: Final = "its events are in the archive (TERMINUS_ARCHIVE_DIR)"
 # Why an operator reading a released turn gets 410 rather than 404: it existed, and where it went.
-ARCHIVED: Final = "turn archived by retention: its events are in the archive (TERMINUS_ARCHIVE_DIR)"
+ARCHIVED: Final = f"turn archived by retention: {_WHERE}"
 
 
 class TurnArchived(LookupError):
@@ -42,10 +43,7 @@ class TurnArchived(LookupError):
     session; its events are in the archive (TERMINUS_ARCHIVE_DIR)."""
 
     def __init__(self, turn_id: str) -> None:
-        super().__init__(
-            f"turn {turn_id!r} was archived by retention: its events are in the archive"
-            " (TERMINUS_ARCHIVE_DIR)"
-        )
+        super().__init__(f"turn {turn_id!r} was archived by retention: {_WHERE}")
         self.turn_id = turn_id
 
 
