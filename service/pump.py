@@ -155,10 +155,13 @@ class Pump:
         # A commit's latency is its pipeline's round trip: what the owner waited for it.
         seconds = time.perf_counter() - started
         broken = next((r for r in replies if isinstance(r, TRANSIENT)), None)
+        if broken is not None:  # one node's, on a cluster: what the others committed stands
+            await self._start_over(broken)
+            return
         read: list[tuple[PartitionOwner, list[Entry]]] = []
         for owner, reply in zip(busy, replies, strict=True):
-            if owner.done or isinstance(reply, TRANSIENT):
-                continue  # dropped while its request was in flight, or its node failed
+            if owner.done:
+                continue  # dropped while its request was in flight
             if isinstance(reply, Exception):  # e.g. WRONGTYPE from the commit's checks
                 self._end(owner, reply)
             else:
@@ -169,11 +172,6 @@ class Pump:
                     continue
                 if entries:
                     read.append((owner, entries))
-        if broken is not None:
-            # One node's, on a cluster: the commits the others applied were taken above (no
-            # drain sees them again); what they read is left pending for the drain.
-            await self._start_over(broken)
-            return
         self._wake(woken, idle)
         await self._fold(read)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from functools import partial
@@ -546,60 +545,3 @@ async def test_stopping_a_busy_worker_leaves_nothing_pending_and_releases_every_
         frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
         assert uncursored(frames) == expected[session].frames
     assert await dead_letters(redis, partitions=PARTITIONS, prefix=prefix) == []
-
-
-# (e) when one node fails a round, the commits the other nodes applied are still taken
-
-
-class OneNodeFails(Pump):
-    """Its rounds' replies for `partition` are connection errors while `failing` is set, as
-    when one node of a cluster drops its pipeline and the others commit theirs."""
-
-    def __init__(self, redis: Redis, settings: Settings, partition: int) -> None:
-        super().__init__(redis, settings)
-        self.lease_key = Keys(partition, settings.prefix).lease
-        self.failing = False
-
-    async def _send(self, calls: Any, idle: Any) -> Any:
-        replies, woken = await super()._send(calls, idle)
-        if self.failing:
-            lost = ConnectionError("the node went away")
-            names = [keys for _, keys, _ in calls]
-            replies = [
-                lost if keys[0] == self.lease_key else reply
-                for keys, reply in zip(names, replies, strict=True)
-            ]
-        return replies, woken
-
-
-async def test_a_commit_another_node_failed_beside_is_taken_before_starting_over(
-    redis: Redis, prefix: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    """The owner whose commit landed logs its dead letter (once: the drain after the start-over
-    never sees that entry again); the other, whose reply was lost, starts over, and both turns
-    end whole."""
-    here = partition_of(SESSION, PARTITIONS)
-    other_session = next(f"s-{n}" for n in range(100) if partition_of(f"s-{n}", PARTITIONS) != here)
-    mine, theirs = Keys(here, prefix), Keys(partition_of(other_session, PARTITIONS), prefix)
-    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
-    await producer.publish(answer(SESSION, "t-1", 2).events)
-    await producer.publish(answer(other_session, "t-2", 2).events)
-    await redis.xadd(mine.inbound, {"e": b"{not json"})
-    pump = OneNodeFails(redis, settings_for(prefix), theirs.partition)
-    for partition in (here, theirs.partition):
-        pump.add(await owned(redis, prefix, partition, "worker-a"))
-    await pump.round()  # the drain of nothing, then the read: both fold a batch
-    assert all(o.batch is not None for o in pump.owners.values())
-    caplog.set_level(logging.WARNING, logger="terminus.partition")
-    pump.failing = True
-    await pump.round()  # mine commits, theirs gets a connection error: both start over
-    pump.failing = False
-    assert len(await dead_letters(redis, partition=here, partitions=PARTITIONS, prefix=prefix)) == 1
-    for _ in range(4):
-        await pump.round()
-    assert await message_text(redis, prefix, other_session, "t-2") == "".join(words("t-2", 2))
-    assert await message_text(redis, prefix, SESSION, "t-1") == "".join(words("t-1", 2))
-    assert await pending(redis, mine) == await pending(redis, theirs) == 0
-    logged = [r.getMessage() for r in caplog.records if "dead letter" in r.getMessage()]
-    assert len(logged) == 1, logged
-    assert logged[0].startswith(f"partition {here}: dead letter: undecodable")
