@@ -4,8 +4,8 @@
     turn = producer.turn("session-1", "turn-1")
     await turn.start()
     await turn.start_attempt(provider="anthropic", model="claude-sonnet-4")
-    await turn.feed_sse(chunk)          # raw provider SSE, through the adapter
-    await turn.close_attempt()          # EOF: stream-closed (or whatever the adapter flushes)
+    await turn.feed_bytes(chunk)        # raw response bytes (or feed_sse(text)), via the adapter
+    await turn.close_attempt()          # EOF, whole or cut: stream-closed (or the stream's error)
 
 Each stream entry has one field, `e`, holding the encoded event. Seqs are assigned at publish time,
 contiguous within each (step, attempt), so coalescing never leaves a gap.
@@ -144,11 +144,18 @@ class TurnPublisher:
         """Raw provider SSE of the current attempt, through the provider's adapter."""
         await self.add(self._adapter().feed_sse(text))
 
+    async def feed_bytes(self, data: bytes) -> None:
+        """Raw response bytes of the current attempt (SSE, a JSON array or event-stream frames,
+        sniffed), through the provider's adapter; a multi-byte character may span two calls."""
+        await self.add(self._adapter().feed_bytes(data))
+
     async def feed_payload(self, payload: Any) -> None:
         await self.add(self._adapter().feed_payload(payload))
 
     async def close_attempt(self) -> None:
-        """The provider stream hit EOF; adapters flush what they hold."""
+        """The provider stream hit EOF, whole or cut anywhere (mid-line, mid-frame): adapters
+        flush what they hold and end the attempt with `stream-closed` (or the error it carried),
+        so a cut attempt is retried at once instead of waiting for the stall timer."""
         events = self.adapter.close() if self.adapter else [self._stamp(StreamClosed)]
         await self.add(events)
         await self.flush()

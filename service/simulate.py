@@ -1,22 +1,40 @@
 """`terminus simulate`: run files as the successive attempts of one turn, with no Redis.
 
-A file is read by its suffix: `.sse` raw provider SSE; `.jsonl` normalized events (lines whose
+A file is read by its suffix: `.sse` a raw provider response body (SSE, or whatever the wire
+was: a Gemini JSON array, AWS event-stream frames); `.jsonl` normalized events (lines whose
 `type` is an inbound event tag), else provider payloads one per line; `.json` an HTTP error
-`{status_code, headers, body}`, a bare error body, a list of provider payloads, or one payload;
-`.eventstream` AWS event-stream frames carrying Anthropic events (Bedrock).
+`{status_code, headers, body}`, a bare error body, a list of provider payloads, or one payload
+(a body cut short is read as a raw body); `.eventstream` AWS event-stream frames (Bedrock).
+
+Normalized files come in three kinds:
+- events without `seq`: one attempt, numbered after the `attempt-started` simulate emits (or
+  the file's own, if it leads);
+- events that all carry `seq` (a log, e.g. exported from the inbound stream): folded exactly as
+  given, any number of steps, attempts and tool results; a leading `turn-started` in the first
+  file replaces the default one;
+- only `tool-result` / `tool-error` lines without `seq`: the results of the tool calls of the step
+  that awaits them, applied between two attempt files:
+  `terminus simulate step1.sse results.jsonl step2.sse`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
 from events.adapters import CONTRACTS, AttemptContext
 from events.inbound import AttemptStarted, InboundEvent, TurnStarted
 from events.outbound import PartialRecord, PersistedMessage, SessionUpdate
-from service.transcripts import TranscriptError, read_attempt
+from service.transcripts import (
+    Located,
+    TranscriptError,
+    read_attempt,
+    read_log,
+    read_tool_outcomes,
+)
 from statemachines.config import CoreConfig
 from statemachines.errors import IllegalEvent
 from statemachines.fold import evolve
@@ -59,14 +77,21 @@ def simulate(
     """Fold every file, one attempt each, through the turn machine and collect the outcome."""
     retry = RetryPolicy(max_attempts=max_attempts) if max_attempts else RetryPolicy()
     config = CoreConfig(retry=retry, keep_partial=keep_partial)
-    start = TurnStarted(session_id=session_id, turn_id=turn_id, seq=0, max_attempts=max_attempts)
-    turn, out = evolve(None, start, config)
+    out = Outputs()
+    turn: Turn | None = None
     unused: list[str] = []
     for path in files:
-        if turn.state not in _STARTABLE:
-            unused.append(str(path))
-            continue
-        _run_attempt(turn, path, provider, lenient, config, out)
+        log = _read(read_log, path, session_id, turn_id)
+        if turn is None:
+            turn, log = _open(log, session_id, turn_id, max_attempts, config, out)
+        if log is not None:
+            _apply_all(turn, log, config, out, path)
+        elif not _tool_outcomes(turn, path, config, out):
+            if turn.state not in _STARTABLE:
+                unused.append(str(path))
+                continue
+            _run_attempt(turn, path, provider, lenient, config, out)
+    assert turn is not None
     return Outcome(
         state=turn.state.value,
         attempts=list(turn.history),
@@ -77,6 +102,52 @@ def simulate(
         ignored=dict(turn.ignored),
         unused_files=unused,
     )
+
+
+def _open(
+    log: list[Located] | None,
+    session_id: str,
+    turn_id: str,
+    max_attempts: int | None,
+    config: CoreConfig,
+    out: Outputs,
+) -> tuple[Turn, list[Located] | None]:
+    """The turn, from the first file's own `turn-started` if it is a log that has one."""
+    if log and isinstance(log[0][0], TurnStarted):
+        start, log = log[0][0], log[1:]
+    else:
+        start = TurnStarted(
+            session_id=session_id, turn_id=turn_id, seq=0, max_attempts=max_attempts
+        )
+    return evolve(None, start, config, out)[0], log
+
+
+def _tool_outcomes(turn: Turn, path: Path, config: CoreConfig, out: Outputs) -> bool:
+    """A file of tool results for the step that awaits them: applied, and True."""
+    ctx = AttemptContext(
+        session_id=turn.session_id, turn_id=turn.turn_id, step=turn.step, attempt=turn.attempt
+    )
+    outcomes = _read(read_tool_outcomes, path, ctx, turn.last_seq + 1)
+    if outcomes is None:
+        return False
+    if turn.state is not TurnState.AWAITING_STEP:
+        raise SimulationError(f"{path}: tool results while the turn is {turn.state.value}")
+    _apply_all(turn, outcomes, config, out, path)
+    return True
+
+
+def _read(reader: Callable[..., list[Located] | None], *args: Any) -> list[Located] | None:
+    try:
+        return reader(*args)
+    except TranscriptError as exc:
+        raise SimulationError(str(exc)) from None
+
+
+def _apply_all(
+    turn: Turn, events: list[Located], config: CoreConfig, out: Outputs, path: Path
+) -> None:
+    for event, line in events:
+        _apply(turn, event, config, out, path, line)
 
 
 _STARTABLE = frozenset((TurnState.PENDING, TurnState.RETRYING, TurnState.AWAITING_STEP))
@@ -109,10 +180,8 @@ def _run_attempt(
         contract=CONTRACTS.get(provider or "", "ai-sdk"),
         strict=not lenient,
     )
-    try:
-        events = read_attempt(path, ctx, provider, first_seq)
-    except TranscriptError as exc:
-        raise SimulationError(str(exc)) from None
+    events = _read(read_attempt, path, ctx, provider, first_seq)
+    assert events is not None
     for event, line in _with_start(started, events):
         _apply(turn, event, config, out, path, line)
 

@@ -1,17 +1,20 @@
 """Read a transcript file into the inbound events of one attempt, with the line each came from.
 
 Used by `simulate`, `publish` and the demo. A bad file raises `TranscriptError` naming the file and,
-where known, the line.
+where known, the line. A provider stream is never a bad file: one cut short or with unreadable
+events is what the provider sent, and reads as that attempt's `stream-closed` or `stream-error`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from events.adapters import AdapterError, AttemptContext, decode_eventstream, http_error_event
+from events.adapters import AdapterError, AttemptContext, http_error_event
 from events.adapters import make_adapter as _make_adapter
 from events.inbound import EVENT_TYPES, InboundEvent
 from statemachines.retry_hints import parse_instant_ms
@@ -19,6 +22,7 @@ from statemachines.retry_hints import parse_instant_ms
 Located = tuple[InboundEvent, int | None]
 _IDENTITY = ("session_id", "turn_id", "step", "attempt", "seq")
 EVENT_TAGS = frozenset(str(t.__struct_config__.tag) for t in EVENT_TYPES)
+TOOL_OUTCOME_TAGS = frozenset(("tool-result", "tool-error"))
 
 
 class TranscriptError(Exception):
@@ -52,13 +56,76 @@ def _parse(
         return _json_file(path, raw, ctx, provider, first_seq)
     adapter_provider = _need_provider(path, provider)
     adapter = _make_adapter(adapter_provider, ctx, first_seq + 1)
-    if suffix == ".eventstream":
-        events = [e for p in decode_eventstream(raw) for e in adapter.feed_payload(p)]
-    elif suffix == ".jsonl":
+    if suffix == ".jsonl":
         events = [e for p in _json_lines(path, raw.decode()) for e in adapter.feed_payload(p)]
     else:
-        events = adapter.feed_sse(raw.decode())
+        # The response body as it came off the wire: SSE, a JSON array or event-stream frames.
+        events = adapter.feed_bytes(raw)
     return [(e, None) for e in [*events, *adapter.close()]]
+
+
+def read_log(path: Path, session_id: str, turn_id: str) -> list[Located] | None:
+    """A normalized `.jsonl` whose events carry their own `seq` (decided by the first): the events
+    as given, across any number of steps and attempts (only the session and turn ids are the
+    caller's). None for any other file."""
+    lines = _normalized_lines(path)
+    first = next(lines, None)
+    if first is None or "seq" not in first[0]:
+        return None
+    located: list[Located] = []
+    for doc, number in chain([first], lines):
+        if "seq" not in doc:
+            raise TranscriptError(f"{path}:{number}: every event of a log carries its seq")
+        doc.update(session_id=session_id, turn_id=turn_id)
+        located.append((_convert(path, doc, number), number))
+    return located
+
+
+def read_tool_outcomes(path: Path, ctx: AttemptContext, first_seq: int) -> list[Located] | None:
+    """A normalized `.jsonl` of `tool-result` / `tool-error` lines without seqs (decided by the
+    first): the results of the step that awaits them, stamped with its identity from
+    `first_seq`. None for any other file."""
+    lines = _normalized_lines(path)
+    first = next(lines, None)
+    if first is None or not _is_tool_outcome(first[0]):
+        return None
+    identity = (ctx.session_id, ctx.turn_id, ctx.step, ctx.attempt)
+    located: list[Located] = []
+    for seq, (doc, number) in enumerate(chain([first], lines), start=first_seq):
+        if not _is_tool_outcome(doc):
+            raise TranscriptError(f"{path}:{number}: a tool results file holds only tool results")
+        doc.update(zip(_IDENTITY, (*identity, seq), strict=True))
+        located.append((_convert(path, doc, number), number))
+    return located
+
+
+def _is_tool_outcome(doc: dict[str, Any]) -> bool:
+    return doc.get("type") in TOOL_OUTCOME_TAGS and "seq" not in doc
+
+
+def _normalized_lines(path: Path) -> Iterator[tuple[dict[str, Any], int]]:
+    """The JSON objects of a normalized `.jsonl` with their lines, decoded as they are read (so
+    the first bad line is the one reported); nothing for any other file."""
+    if path.suffix.lower() != ".jsonl":
+        return iter(())
+    try:
+        text = path.read_bytes().decode()
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    if not _is_normalized(path, text):
+        return iter(())
+    return _objects(path, text)
+
+
+def _objects(path: Path, text: str) -> Iterator[tuple[dict[str, Any], int]]:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            doc = _decode_json(path, line, number)
+            if not isinstance(doc, dict):
+                raise TranscriptError(f"{path}:{number}: an event must be a JSON object")
+            yield doc, number
 
 
 def _is_normalized(path: Path, text: str) -> bool:
@@ -95,8 +162,13 @@ def _decode_json(path: Path, text: str | bytes, line: int | None) -> Any:
 def _json_file(
     path: Path, raw: bytes, ctx: AttemptContext, provider: str | None, first_seq: int
 ) -> list[Located]:
-    """An HTTP error response, or provider payloads (one object or a list of them)."""
-    doc = _decode_json(path, raw, None)
+    """An HTTP error response, or provider payloads (one object or a list of them); a body that
+    is not whole JSON (a JSON-array stream cut short) is read off the wire like a `.sse` file."""
+    try:
+        doc = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        adapter = _make_adapter(_need_provider(path, provider), ctx, first_seq + 1)
+        return [(e, None) for e in [*adapter.feed_bytes(raw), *adapter.close()]]
     if isinstance(doc, dict) and "status_code" in doc:
         return _http_response(doc, ctx, first_seq)
     if isinstance(doc, dict) and "error" in doc and "type" not in doc:

@@ -1,7 +1,14 @@
 """Classify a failed attempt into the typed error every subscriber sees (DESIGN section 4).
 
-Evidence, strongest first: our own `x-llm-error-*` headers, then the provider's error body, then
-the HTTP status. Pure: the clock reading is the event's `ts_ms`.
+Evidence, strongest first (docs/design.md, "Classification precedence"):
+1. our own `x-llm-error-type` header;
+2. the error object's `code`, then its `type`, then `__type` and Bedrock's `x-amzn-errortype`
+   header, then its `status` (statemachines/error_kinds.py): the specific code names the
+   condition, the type only its family;
+3. the message, for a context overflow that has no code of its own (never on a rate limit);
+4. the HTTP status, or a numeric `code` where an in-band error carries one (OpenRouter);
+5. an error inside an accepted stream with nothing else to go on: `provider_unavailable`.
+Pure: the clock reading is the event's `ts_ms`.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from typing import Any
 
 from events.errors import ERROR_TYPES, ErrorType, LLMErrorPayload
 from events.inbound import StreamError
+from statemachines.error_kinds import kind_type
 from statemachines.retry_hints import (
     NO_HINT,
     RetryHint,
@@ -21,39 +29,6 @@ from statemachines.retry_hints import (
 )
 
 _HEADER_TYPES: dict[str, ErrorType] = {name: name for name in ERROR_TYPES}
-
-_ANTHROPIC_TYPES: dict[str, ErrorType] = {
-    "rate_limit_error": "rate_limit",
-    "overloaded_error": "provider_unavailable",
-    "api_error": "provider_unavailable",
-    "timeout_error": "provider_unavailable",
-    "authentication_error": "auth",
-    "permission_error": "auth",
-    "billing_error": "budget",
-    "request_too_large": "context_overflow",
-    "invalid_request_error": "unknown",
-    "not_found_error": "unknown",
-}
-_OPENAI_CODES: dict[str, ErrorType] = {
-    "context_length_exceeded": "context_overflow",
-    "rate_limit_exceeded": "rate_limit",
-    "insufficient_quota": "budget",
-    "billing_hard_limit_reached": "budget",
-    "invalid_api_key": "auth",
-    "invalid_authentication": "auth",
-    "server_error": "provider_unavailable",
-    "service_unavailable": "provider_unavailable",
-}
-_GEMINI_STATUSES: dict[str, ErrorType] = {
-    "RESOURCE_EXHAUSTED": "rate_limit",
-    "UNAVAILABLE": "provider_unavailable",
-    "INTERNAL": "provider_unavailable",
-    "DEADLINE_EXCEEDED": "provider_unavailable",
-    "UNAUTHENTICATED": "auth",
-    "PERMISSION_DENIED": "auth",
-    "INVALID_ARGUMENT": "unknown",
-}
-_KIND_TYPES: dict[str, ErrorType] = {**_ANTHROPIC_TYPES, **_OPENAI_CODES, **_GEMINI_STATUSES}
 
 _CONTEXT_TOO_LONG = re.compile(
     r"prompt is too long|input is too long|exceed context limit|context window"
@@ -84,9 +59,8 @@ def classify(
     """The typed error for a failed attempt; total: every StreamError yields a payload."""
     headers = {key.lower(): value.strip() for key, value in error.headers.items()}
     body = error_object(error.body)
-    error_type = (
-        _header_type(headers) or _body_type(body, error.status) or _status_type(error.status)
-    )
+    status = error.status if error.status is not None else _numeric_code(body)
+    error_type = _header_type(headers) or _body_type(body, headers, status) or _status_type(status)
     hint = _hint(headers, error.body, error.ts_ms)
     return LLMErrorPayload(
         type=error_type,
@@ -105,17 +79,27 @@ def _header_type(headers: dict[str, str]) -> ErrorType | None:
     return _HEADER_TYPES.get(headers.get("x-llm-error-type", "").lower())
 
 
-def _body_type(body: dict[str, Any] | None, status: int | None) -> ErrorType | None:
+def _body_type(
+    body: dict[str, Any] | None, headers: dict[str, str], status: int | None
+) -> ErrorType | None:
     if body is None:
         return None
-    kinds = (body.get("code"), body.get("type"), body.get("status"))
-    kind = next((_KIND_TYPES[k] for k in kinds if isinstance(k, str) and k in _KIND_TYPES), None)
+    amzn = headers.get("x-amzn-errortype", "").partition(":")[0]
+    kinds = (body.get("code"), body.get("type"), body.get("__type"), amzn, body.get("status"))
+    kind = next((t for t in map(kind_type, kinds) if t is not None), None)
     message = _text(body.get("message"))
     # Rate-limit messages talk about tokens too ("Too many tokens, please wait"): a 429 never
     # means the prompt is too long.
     if kind == "rate_limit" or status == 429 or message is None:
         return kind
     return "context_overflow" if _CONTEXT_TOO_LONG.search(message) else kind
+
+
+def _numeric_code(body: dict[str, Any] | None) -> int | None:
+    code = None if body is None else body.get("code")
+    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
+        return code
+    return None
 
 
 def _status_type(status: int | None) -> ErrorType:

@@ -52,6 +52,9 @@ def synthesized_reason(finish: FinishStep, attempt_has_parts: bool) -> Truncatio
         return "empty_other"
     if reason == "unknown" and finish.usage.output_tokens == 0:
         return "empty_other"
+    # A raw `OTHER` (or any unmapped reason) with nothing produced is no answer at all.
+    if reason == "other" and finish.usage.output_tokens == 0 and not attempt_has_parts:
+        return "empty_other"
     if reason == "stop" and finish.usage.output_tokens == 0 and not attempt_has_parts:
         return "empty_stop"
     return None

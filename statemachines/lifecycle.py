@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from events.errors import LLMErrorPayload
-from events.inbound import ZERO_USAGE, AttemptStarted, FinishStep, ProviderTerminal
+from events.inbound import (
+    ZERO_USAGE,
+    AttemptStarted,
+    FinishReason,
+    FinishStep,
+    ProviderTerminal,
+    StreamError,
+)
 from events.outbound import MessageCommitted, StopReason, TurnFinished
 from statemachines.config import CoreConfig
 from statemachines.contracts import proof_rule, synthesized_reason
-from statemachines.endings import discard_attempt, fail, fire, truncate
+from statemachines.endings import discard_attempt, fail, fire, on_stream_error, truncate
 from statemachines.errors import IllegalEvent
 from statemachines.outputs import Outputs, ignore
 from statemachines.projection import message_id_of, seal_step
@@ -62,12 +69,15 @@ def on_attempt_started(turn: Turn, event: AttemptStarted, out: Outputs) -> None:
 
 def on_finish_step(turn: Turn, event: FinishStep, out: Outputs, config: CoreConfig) -> None:
     buf = _streaming_attempt(turn, "finish-step")
+    if event.finish_reason == "error":
+        on_stream_error(turn, error_finish(event, event.raw_finish_reason), out, config)
+        return
     synthesized = synthesized_reason(event, bool(buf.order))
     if synthesized is not None:
         truncate(turn, synthesized, event.ts_ms, out, config)
         return
     buf.finish = FinishInfo(
-        reason=event.finish_reason, raw=event.raw_finish_reason, usage=event.usage
+        reason=step_reason(buf, event.finish_reason), raw=event.raw_finish_reason, usage=event.usage
     )
     fire(turn, "finish_step", out)
     if proof_rule(buf.contract, buf.strict).finish_proves:
@@ -99,9 +109,33 @@ def _terminal_while_streaming(
     if event.finish_reason is None or event.kind not in rule.terminal_kinds:
         truncate(turn, "missing_terminal", event.ts_ms, out, config)
         return
-    buf.finish = FinishInfo(reason=event.finish_reason, raw=event.kind, usage=ZERO_USAGE)
+    if event.finish_reason == "error":
+        on_stream_error(turn, error_finish(event, event.kind), out, config)
+        return
+    reason = step_reason(buf, event.finish_reason)
+    buf.finish = FinishInfo(reason=reason, raw=event.kind, usage=ZERO_USAGE)
     fire(turn, "finish_step", out)
     prove(turn, out)
+
+
+def step_reason(buf: AttemptBuf, reason: FinishReason) -> FinishReason:
+    """`stop` with complete tool calls still awaiting their results is a tool-calls step: vLLM,
+    Ollama, Gemini and OpenAI with a named `tool_choice` report it so."""
+    pending = any(t.called and t.output is None and t.error is None for t in buf.tools.values())
+    return "tool-calls" if reason == "stop" and pending else reason
+
+
+def error_finish(event: FinishStep | ProviderTerminal, raw: str | None) -> StreamError:
+    """A finish with reason `error` is an in-band error, never a proof (DESIGN section 3)."""
+    return StreamError(
+        session_id=event.session_id,
+        turn_id=event.turn_id,
+        step=event.step,
+        attempt=event.attempt,
+        seq=event.seq,
+        ts_ms=event.ts_ms,
+        message=f"the provider ended the step with finish reason error (raw: {raw})",
+    )
 
 
 def prove(turn: Turn, out: Outputs) -> None:

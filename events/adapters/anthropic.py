@@ -13,20 +13,12 @@ import msgspec
 
 from events.adapters.base import AttemptContext
 from events.adapters.eventstream import unwrap_decoded_frame
+from events.adapters.reasons import ANTHROPIC_STOP, reason_of
 from events.adapters.stream import StreamAdapter
 from events.adapters.values import compact, count, error_message, obj, string
-from events.inbound import FinishReason, ToolResult, Usage
+from events.inbound import ToolResult, Usage
 
 SPLICED_MESSAGE: Final = "message_start before message_stop: overlapping generations"
-
-_REASONS: Final[dict[str, FinishReason]] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "tool-calls",
-    "refusal": "content-filter",
-}
 
 
 class _Block(msgspec.Struct):
@@ -129,7 +121,7 @@ class AnthropicAdapter(StreamAdapter):
         self._usage.update(obj(data.get("usage")))
         reason = string(obj(data.get("delta")).get("stop_reason"))
         if reason:
-            self.finish(_REASONS.get(reason, "other"), reason, self._usage_now())
+            self.finish(reason_of(ANTHROPIC_STOP, reason), reason, self._usage_now())
 
     def _usage_now(self) -> Usage:
         usage = self._usage
@@ -144,5 +136,5 @@ class AnthropicAdapter(StreamAdapter):
 class BedrockAdapter(AnthropicAdapter):
     """Anthropic events carried by Bedrock; also reads frames already decoded to JSON."""
 
-    def on_payload(self, payload: Any) -> None:
-        super().on_payload(unwrap_decoded_frame(payload))
+    def normalize(self, payload: Any) -> Any:
+        return unwrap_decoded_frame(payload)

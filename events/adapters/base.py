@@ -1,7 +1,9 @@
 """The adapter port: what every provider adapter takes, returns and raises.
 
 Errors:
-    AdapterError (ValueError)  malformed provider input; `line` is the 1-based line of the raw text
+    AdapterError (ValueError)  malformed input outside a provider stream (a decoded frame file);
+                               `line` is the 1-based line of the raw text. Adapters never raise
+                               it for a stream: what the provider sent becomes events.
 """
 
 from __future__ import annotations
@@ -41,10 +43,16 @@ class ProviderAdapter(Protocol):
         """Consume raw SSE text of any chunking; return the events it completed."""
         ...
 
+    def feed_bytes(self, data: bytes) -> list[InboundEvent]:
+        """Consume raw response bytes of any chunking: SSE, a JSON array or event-stream frames."""
+        ...
+
     def feed_payload(self, payload: Any) -> list[InboundEvent]:
         """Consume one already-decoded `data:` payload."""
         ...
 
     def close(self) -> list[InboundEvent]:
-        """EOF: flush what is pending, then `StreamClosed` unless the attempt ended in an error."""
+        """EOF: flush what is pending, then `StreamClosed` unless the attempt ended in an error.
+
+        Never raises: an event cut at EOF is discarded, and the attempt reads as cut."""
         ...

@@ -7,22 +7,13 @@ followed by `ProviderTerminal(kind="messageStop")`. At EOF after a `messageStop`
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from events.adapters.base import AttemptContext
+from events.adapters.reasons import BEDROCK_STOP, reason_of
 from events.adapters.stream import PendingTool, StreamAdapter
-from events.adapters.values import count, error_message, obj, string
-from events.inbound import FinishReason, Usage
-
-_REASONS: Final[dict[str, FinishReason]] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "tool_use": "tool-calls",
-    "content_filtered": "content-filter",
-    "guardrail_intervened": "content-filter",
-}
+from events.adapters.values import count, obj, string
+from events.inbound import Usage
 
 
 class ConverseAdapter(StreamAdapter):
@@ -37,9 +28,6 @@ class ConverseAdapter(StreamAdapter):
         self._finished = False
 
     def on_payload(self, payload: Any) -> None:
-        if obj(payload).get("type") == "error":
-            self.fail(payload, error_message(payload) or "error event")
-            return
         for name, body in obj(payload).items():
             if not self.failed:
                 self._event(name, obj(body))
@@ -47,7 +35,7 @@ class ConverseAdapter(StreamAdapter):
     def on_close(self) -> None:
         if self._stop is not None and not self._finished:
             self._finished = True
-            self.finish(_REASONS.get(self._stop, "other"), self._stop or None, Usage())
+            self.finish(reason_of(BEDROCK_STOP, self._stop), self._stop or None, Usage())
 
     def _event(self, name: str, body: dict[str, Any]) -> None:
         index = count(body.get("contentBlockIndex"))
@@ -65,7 +53,11 @@ class ConverseAdapter(StreamAdapter):
                 self._usage = obj(body.get("usage"))
                 self._finish_when_complete()
             case exception if exception.endswith("Exception"):
-                self.fail({name: body}, string(body.get("message")) or exception)
+                # The shape an event-stream exception frame decodes to, so both classify alike.
+                message = string(body.get("message")) or exception
+                self.fail(
+                    {"type": "error", "error": {"type": exception, "message": message}}, message
+                )
             case _:
                 pass
 
@@ -101,7 +93,7 @@ class ConverseAdapter(StreamAdapter):
         self._finished = True
         usage = self._usage
         self.finish(
-            _REASONS.get(self._stop, "other"),
+            reason_of(BEDROCK_STOP, self._stop),
             self._stop or None,
             Usage(
                 input_tokens=count(usage.get("inputTokens")),

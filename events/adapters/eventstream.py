@@ -25,31 +25,50 @@ _MIN_FRAME: Final = _PRELUDE.size + 4
 _FIXED_SIZES: Final = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}
 
 
+# A frame longer than this is not one: the prelude is garbage (Bedrock's frames are far smaller).
+_MAX_FRAME: Final = 16 * 1024 * 1024
+
+
+class FrameError(AdapterError):
+    """A frame that is complete, or claims to be, but cannot be read."""
+
+
 def decode_eventstream(data: bytes) -> list[Any]:
     """Every frame's payload, in order; `AdapterError` on a truncated frame or a CRC mismatch."""
     payloads: list[Any] = []
     offset = 0
     while offset < len(data):
-        frame = _frame_at(data, offset)
-        headers_len = _PRELUDE.unpack_from(frame)[1]
-        headers = _headers(frame[_PRELUDE.size : _PRELUDE.size + headers_len], offset)
-        payloads.append(_payload(headers, frame[_PRELUDE.size + headers_len : -4], offset))
+        frame = split_frame(data, offset)
+        if frame is None:
+            raise AdapterError(f"truncated event-stream frame at byte {offset}")
+        payloads.append(payload_of_frame(frame, offset))
         offset += len(frame)
     return payloads
 
 
-def _frame_at(data: bytes, offset: int) -> bytes:
-    if len(data) - offset < _MIN_FRAME:
-        raise AdapterError(f"truncated event-stream prelude at byte {offset}")
-    total, headers_len, prelude_crc = _PRELUDE.unpack_from(data, offset)
-    if binascii.crc32(data[offset : offset + 8]) != prelude_crc:
-        raise AdapterError(f"event-stream prelude CRC mismatch at byte {offset}")
-    if total < _MIN_FRAME + headers_len or offset + total > len(data):
-        raise AdapterError(f"truncated event-stream frame at byte {offset}")
-    frame = data[offset : offset + total]
+def split_frame(data: bytes | bytearray, at: int = 0, where: int | None = None) -> bytes | None:
+    """The frame starting at `at`, None while it is incomplete; `FrameError` on a bad prelude.
+
+    `where` is the frame's position in the whole response, for the error message (default `at`).
+    """
+    where = at if where is None else where
+    if len(data) - at < _MIN_FRAME:
+        return None
+    total, headers_len, prelude_crc = _PRELUDE.unpack_from(data, at)
+    if binascii.crc32(bytes(data[at : at + 8])) != prelude_crc:
+        raise FrameError(f"event-stream prelude CRC mismatch at byte {where}")
+    if total < _MIN_FRAME + headers_len or total > _MAX_FRAME:
+        raise FrameError(f"impossible event-stream frame length {total} at byte {where}")
+    return bytes(data[at : at + total]) if len(data) - at >= total else None
+
+
+def payload_of_frame(frame: bytes, offset: int = 0) -> Any:
+    """The payload of one whole frame; `FrameError` on a CRC mismatch or unreadable content."""
     if binascii.crc32(frame[:-4]) != struct.unpack(">I", frame[-4:])[0]:
-        raise AdapterError(f"event-stream message CRC mismatch at byte {offset}")
-    return frame
+        raise FrameError(f"event-stream message CRC mismatch at byte {offset}")
+    headers_len = _PRELUDE.unpack_from(frame)[1]
+    headers = _headers(frame[_PRELUDE.size : _PRELUDE.size + headers_len], offset)
+    return _payload(headers, frame[_PRELUDE.size + headers_len : -4], offset)
 
 
 def _headers(raw: bytes, offset: int) -> dict[str, str]:
@@ -69,15 +88,15 @@ def _headers(raw: bytes, offset: int) -> dict[str, str]:
                 headers[name] = raw[pos : pos + size].decode()
             pos += size
     except (IndexError, struct.error, UnicodeDecodeError):
-        raise AdapterError(f"malformed event-stream headers at byte {offset}") from None
+        raise FrameError(f"malformed event-stream headers at byte {offset}") from None
     return headers
 
 
 def _payload(headers: dict[str, str], raw: bytes, offset: int) -> Any:
     try:
         return _unwrap(headers, decode(raw) if raw else {})
-    except (msgspec.DecodeError, binascii.Error):
-        raise AdapterError(f"malformed event-stream payload at byte {offset}") from None
+    except (msgspec.DecodeError, binascii.Error, ValueError):
+        raise FrameError(f"malformed event-stream payload at byte {offset}") from None
 
 
 def _unwrap(headers: dict[str, str], body: Any) -> Any:

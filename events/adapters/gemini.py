@@ -1,7 +1,9 @@
 """Gemini `streamGenerateContent?alt=sse` and Vertex AI streams.
 
 Only candidate 0 is followed. Gemini has no end sentinel: the chunk with `finishReason` is the
-terminal proof, so no `ProviderTerminal` is emitted. A whole `functionCall` becomes
+terminal proof, so no `ProviderTerminal` is emitted. A chunk with `promptFeedback.blockReason`
+and no candidates is the whole answer to a refused prompt: a `content-filter` finish whose raw
+reason is `blockReason:<value>`. A whole `functionCall` becomes
 `ToolInputStart` + `ToolCall` at once; a Vertex streamed call (name with `willContinue`, then
 `partialArgs` chunks) becomes its `ToolCall` when the next call starts, a bare `functionCall`
 closes it, or `finishReason` arrives.
@@ -9,17 +11,14 @@ closes it, or `finishReason` arrives.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from events.adapters.base import AttemptContext
 from events.adapters.gemini_args import StreamedCall
+from events.adapters.reasons import GEMINI_BLOCK, GEMINI_FINISH, reason_of
 from events.adapters.stream import StreamAdapter
-from events.adapters.values import arr, count, error_message, obj, string
+from events.adapters.values import arr, count, obj, string
 from events.inbound import FinishReason, Usage
-
-_CONTENT_FILTER: Final = frozenset(
-    ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY")
-)
 
 
 class GeminiAdapter(StreamAdapter):
@@ -33,19 +32,20 @@ class GeminiAdapter(StreamAdapter):
 
     def on_payload(self, payload: Any) -> None:
         data = obj(payload)
-        if data.get("error"):
-            self.fail(data, error_message(data) or "error chunk")
-            return
-        candidate = next(
-            (obj(c) for c in arr(data.get("candidates")) if count(obj(c).get("index")) == 0), {}
-        )
+        candidates = arr(data.get("candidates"))
+        candidate = next((obj(c) for c in candidates if count(obj(c).get("index")) == 0), {})
         for part in arr(obj(candidate.get("content")).get("parts")):
             self._part(obj(part))
         if isinstance(data.get("usageMetadata"), dict):
             self._usage = data["usageMetadata"]
         reason = string(candidate.get("finishReason"))
-        if reason and not self._finished:
+        blocked = string(obj(data.get("promptFeedback")).get("blockReason"))
+        if self._finished:
+            return
+        if reason:
             self._finish(reason)
+        elif blocked and not candidates:
+            self._blocked(blocked)
 
     def _part(self, part: dict[str, Any]) -> None:
         if "functionCall" in part:
@@ -84,12 +84,14 @@ class GeminiAdapter(StreamAdapter):
         self._end_streamed()
         self.finish(self._reason(raw), raw, _usage(self._usage))
 
+    def _blocked(self, raw: str) -> None:
+        """The prompt was refused before any candidate: a deterministic refusal, not a cut."""
+        self._finished = True
+        self.finish(reason_of(GEMINI_BLOCK, raw), f"blockReason:{raw}", _usage(self._usage))
+
     def _reason(self, raw: str) -> FinishReason:
-        if raw == "STOP":
-            return "tool-calls" if self.tool_called else "stop"
-        if raw == "MAX_TOKENS":
-            return "length"
-        return "content-filter" if raw in _CONTENT_FILTER else "other"
+        reason = reason_of(GEMINI_FINISH, raw)
+        return "tool-calls" if reason == "stop" and self.tool_called else reason
 
 
 def _usage(usage: dict[str, Any]) -> Usage:

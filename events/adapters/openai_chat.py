@@ -10,20 +10,13 @@ the first usage, `[DONE]` or EOF. Repeated `finish_reason` chunks (OpenRouter) o
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from events.adapters.base import AttemptContext
+from events.adapters.reasons import CHAT_FINISH, reason_of
 from events.adapters.stream import PendingTool, StreamAdapter
 from events.adapters.values import arr, count, error_message, obj, string
 from events.inbound import FinishReason, Usage
-
-_REASONS: Final[dict[str, FinishReason]] = {
-    "stop": "stop",
-    "length": "length",
-    "tool_calls": "tool-calls",
-    "function_call": "tool-calls",
-    "content_filter": "content-filter",
-}
 
 
 class OpenAIChatAdapter(StreamAdapter):
@@ -42,11 +35,8 @@ class OpenAIChatAdapter(StreamAdapter):
             self.terminal("[DONE]")
             return
         data = obj(payload)
-        if data.get("error"):
-            self.fail(data, error_message(data) or "error chunk")
-            return
         for choice in arr(data.get("choices")):
-            if count(obj(choice).get("index")) == 0:
+            if count(obj(choice).get("index")) == 0 and not self.failed:
                 self._choice(obj(choice))
         usage = data.get("usage")
         if isinstance(usage, dict):
@@ -65,9 +55,17 @@ class OpenAIChatAdapter(StreamAdapter):
         for call in arr(delta.get("tool_calls")):
             self._tool_fragment(obj(call))
         reason = string(choice.get("finish_reason"))
-        if reason and not self._finish_seen:
+        if reason == "error":
+            self._choice_error(choice)
+        elif reason and not self._finish_seen:
             self._finish_seen = True
             self._finish(reason)
+
+    def _choice_error(self, choice: dict[str, Any]) -> None:
+        """`finish_reason: "error"` (OpenRouter and others): an in-band error, never a finish."""
+        body = {"error": choice["error"]} if choice.get("error") else None
+        message = error_message(body) or "the provider ended the choice with finish_reason error"
+        self.fail(body, message)
 
     def _tool_fragment(self, call: dict[str, Any]) -> None:
         index = count(call.get("index"))
@@ -89,7 +87,7 @@ class OpenAIChatAdapter(StreamAdapter):
         for tool in self._tools.values():
             self.tool_call(tool.call_id, tool.name, "".join(tool.fragments))
         self._tools.clear()
-        self._pending = (_REASONS.get(reason, "other"), reason)
+        self._pending = (reason_of(CHAT_FINISH, reason), reason)
 
     def _flush(self) -> None:
         if self._pending is not None:

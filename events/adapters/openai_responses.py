@@ -9,17 +9,13 @@ first error of an attempt is reported (an `error` event is typically followed by
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from events.adapters.base import AttemptContext
+from events.adapters.reasons import RESPONSES_INCOMPLETE, reason_of
 from events.adapters.stream import StreamAdapter
 from events.adapters.values import count, error_message, obj, string
 from events.inbound import FinishReason, Usage
-
-_INCOMPLETE: Final[dict[str, FinishReason]] = {
-    "max_output_tokens": "length",
-    "content_filter": "content-filter",
-}
 
 
 class OpenAIResponsesAdapter(StreamAdapter):
@@ -91,7 +87,7 @@ class OpenAIResponsesAdapter(StreamAdapter):
     def _incomplete(self, response: dict[str, Any]) -> None:
         self.end_parts()
         raw = string(obj(response.get("incomplete_details")).get("reason"))
-        reason = _INCOMPLETE.get(raw, "other")
+        reason = reason_of(RESPONSES_INCOMPLETE, raw)
         self.finish(reason, raw or string(response.get("status")) or None, _usage(response))
         self.terminal("response.incomplete", reason)
 

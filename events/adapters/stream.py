@@ -2,6 +2,11 @@
 
 A subclass implements `on_payload` (and `on_close` if it holds events back). After the first
 `StreamError` the adapter ignores all further input, so an attempt reports one error at most.
+
+No input makes an adapter raise. A stream cut mid-event loses that event (WHATWG) and ends in
+`StreamClosed`; a complete event whose bytes cannot be read is an in-band protocol error, and so
+is an error object in any provider's dialect (`{"type": "error", ...}`, `{"error": {...}}`),
+framed or not: each becomes the attempt's `StreamError`.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import msgspec
 
 from events.adapters.base import AdapterError, AttemptContext
 from events.adapters.sse import Frame, SseParser
-from events.adapters.values import decode, parse_object
+from events.adapters.values import decode, error_message, parse_object
+from events.adapters.wires import Decoded, Item, Malformed, SniffingWire
 from events.inbound import (
     FinishReason,
     FinishStep,
@@ -61,27 +67,36 @@ class StreamAdapter:
         self._closed = False
         self._out: list[InboundEvent] = []
         self._sse = SseParser()
-        self._frames: deque[Frame] = deque()
+        self._wire = SniffingWire()
+        self._items: deque[Item] = deque()
         self._parts: dict[tuple[PartKind, Hashable], str] = {}
 
     def feed_sse(self, text: str) -> list[InboundEvent]:
         """Consume raw SSE text of any chunking; return the events it completed."""
         if not self._closed:
-            self._frames.extend(self._sse.feed(text))
+            self._items.extend(self._sse.feed(text))
+            self._drain()
+        return self._take()
+
+    def feed_bytes(self, data: bytes) -> list[InboundEvent]:
+        """Consume raw response bytes (SSE, a JSON array or event-stream frames, sniffed)."""
+        if not self._closed:
+            self._items.extend(self._wire.feed(data))
             self._drain()
         return self._take()
 
     def feed_payload(self, payload: Any) -> list[InboundEvent]:
         """Consume one already-decoded `data:` payload."""
         if not self._closed and not self.failed:
-            self.on_payload(payload)
+            self._on(payload)
         return self._take()
 
     def close(self) -> list[InboundEvent]:
         """EOF: flush what is pending, then `StreamClosed` unless a `StreamError` was emitted."""
         if self._closed:
             return self._take()
-        self._frames.extend(self._sse.finish())
+        self._items.extend(self._sse.finish())
+        self._items.extend(self._wire.finish())
         self._drain()
         self._closed = True
         if not self.failed:
@@ -92,6 +107,10 @@ class StreamAdapter:
     def on_payload(self, payload: Any) -> None:
         """Map one provider payload to events."""
         raise NotImplementedError
+
+    def normalize(self, payload: Any) -> Any:
+        """The payload as `on_payload` reads it (Bedrock unwraps its frames here)."""
+        return payload
 
     def on_close(self) -> None:
         """Emit what was held back waiting for more input."""
@@ -181,17 +200,46 @@ class StreamAdapter:
         self.failed = True
 
     def _drain(self) -> None:
-        # Pop before decoding, so the frames after a malformed one survive an AdapterError.
-        while self._frames:
-            frame = self._frames.popleft()
-            if not self.failed:
-                payload = _payload(frame)
-                if payload is not None:
-                    self.on_payload(payload)
+        while self._items and not self.failed:
+            match self._items.popleft():
+                case Frame() as frame:
+                    self._frame(frame)
+                case Decoded(payload):
+                    self._on(payload)
+                case Malformed(reason):
+                    self.fail(None, f"malformed provider stream: {reason}")
+        self._items.clear()
+
+    def _frame(self, frame: Frame) -> None:
+        payload = _payload(frame)
+        if isinstance(payload, Malformed):
+            if not frame.unframed:
+                self.fail(None, f"malformed provider stream: {payload.reason}")
+        elif not frame.unframed or is_error_frame(payload):
+            self._on(payload)
+
+    def _on(self, payload: Any) -> None:
+        try:
+            payload = self.normalize(payload)
+        except AdapterError as exc:
+            self.fail(None, f"malformed provider stream: {exc}")
+            return
+        if is_error_frame(payload):
+            self.fail(payload, error_message(payload) or "error event")
+        elif payload is not None:
+            self.on_payload(payload)
 
     def _take(self) -> list[InboundEvent]:
         out, self._out = self._out, []
         return out
+
+
+def is_error_frame(payload: Any) -> bool:
+    """An error object in any provider's dialect: `{"type": "error"}` or a bare `{"error": ...}`."""
+    if not isinstance(payload, dict):
+        return False
+    kind = payload.get("type")
+    return kind == "error" or (kind is None and bool(payload.get("error")))
 
 
 def _payload(frame: Frame) -> Any:
@@ -202,7 +250,7 @@ def _payload(frame: Frame) -> Any:
     try:
         payload = decode(frame.data)
     except msgspec.DecodeError as exc:
-        raise AdapterError(f"data is not JSON: {exc}", frame.line) from None
+        return Malformed(f"line {frame.line}: data is not JSON: {exc}")
     named = frame.event and frame.event != "message"
     if named and isinstance(payload, dict) and "type" not in payload:
         payload["type"] = frame.event

@@ -57,7 +57,7 @@ async def roundtrip(
 async def test_published_attempts_fold_like_simulate(redis: Redis, prefix: str) -> None:
     files = [
         FIXTURES / "anthropic/truncated-mid-tool-input-tail-litellm-pr32159.partial.sse",
-        FIXTURES / "anthropic/text-basic-ping-sdk-python.sse",
+        FIXTURES / "anthropic/text-recorded-fantasy.sse",
     ]
     turn, out = await roundtrip(redis, prefix, files, "anthropic", coalesce_ms=0)
     expected = simulate(files, provider="anthropic", session_id="session-0", turn_id="turn-1")

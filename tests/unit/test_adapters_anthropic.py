@@ -19,6 +19,7 @@ from events.adapters import make_adapter
 from events.adapters.anthropic import SPLICED_MESSAGE
 from events.inbound import (
     FinishStep,
+    ProviderTerminal,
     ReasoningEnd,
     StreamClosed,
     StreamError,
@@ -41,20 +42,20 @@ STOP = "message_stop"
 
 CASES: dict[str, Expect] = {
     "anthropic/text-basic-ping-sdk-python.sse": Expect(
-        text="Hello there!", finish="stop", usage=usage(11, 6), terminal=STOP
+        text="Hello there!", finish="stop", usage=usage(11, 6), terminal=None
     ),
     "anthropic/tool-use-input-json-delta-sdk-python.sse": Expect(
         text="weather in Paris",
         tools=(PARIS,),
         finish="tool-calls",
         usage=usage(377, 65),
-        terminal=STOP,
+        terminal=None,
     ),
     "anthropic/max-tokens-mid-tool-input-sdk-python.sse": Expect(
-        text="taxes.txt", finish="length", usage=usage(450, 124), terminal=STOP
+        text="taxes.txt", finish="length", usage=usage(450, 124), terminal=None
     ),
     "anthropic/refusal-stop-details-sdk-python.sse": Expect(
-        finish="content-filter", usage=usage(20, 0), terminal=STOP
+        finish="content-filter", usage=usage(20, 0), terminal=None
     ),
     "anthropic/error-event-overloaded-sdk-python.sse": Expect(error="Overloaded"),
     "anthropic/error-event-overloaded-sdk-ts.sse": Expect(error="Overloaded"),
@@ -106,6 +107,26 @@ CASES: dict[str, Expect] = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fixture_outcome(name: str) -> None:
     assert_outcome(run_fixture(name), CASES[name])
+
+
+# These SDK fixtures end right after `message_stop`'s data line, without the blank line that
+# dispatches it: by the WHATWG rule that event is lost at EOF, as it is in the SDKs' decoders.
+UNTERMINATED = sorted(
+    name for name, expect in CASES.items() if name.endswith("-sdk-python.sse") and
+    expect.finish and expect.terminal is None
+)  # fmt: skip
+
+
+def test_the_unterminated_fixtures_are_the_four_known() -> None:
+    assert len(UNTERMINATED) == 4
+
+
+@pytest.mark.parametrize("name", UNTERMINATED)
+def test_unterminated_last_event_is_dropped_and_its_blank_line_restores_it(name: str) -> None:
+    text = (FIXTURES / name).read_text()
+    assert not text.endswith("\n\n")
+    events = run_sse("anthropic", text.rstrip("\n") + "\n\n")
+    assert [e.kind for e in events if isinstance(e, ProviderTerminal)] == [STOP]
 
 
 def test_spliced_generations_report_one_error_and_nothing_after() -> None:

@@ -13,8 +13,8 @@ from test_adapters_gemini_bedrock import CASES as GEMINI_BEDROCK
 from test_adapters_openai import CASES as OPENAI
 from test_adapters_support import CTX, FIXTURES, STREAM_SUFFIXES, provider_of, run_sse
 
-from events.adapters import CONTRACTS, PROVIDERS, AdapterError, make_adapter
-from events.inbound import FinishStep, ProviderTerminal, StreamClosed, TextDelta
+from events.adapters import CONTRACTS, PROVIDERS, make_adapter
+from events.inbound import FinishStep, ProviderTerminal, StreamClosed, StreamError, TextDelta
 
 SSE_FIXTURES = sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*.sse"))
 BASIC = "anthropic/text-basic-ping-sdk-python.sse"
@@ -72,7 +72,7 @@ def test_comments_and_pings_are_ignored() -> None:
 
 def test_padded_data_and_multi_line_data() -> None:
     padded = 'data:   {"type" :  "message_stop"  }   \n\n'
-    text = padded + 'event: x\ndata: {"type":\ndata: "message_stop"}\n'
+    text = padded + 'event: x\ndata: {"type":\ndata: "message_stop"}\n\n'
     events = run_sse("anthropic", text)
     assert [type(e) for e in events] == [ProviderTerminal, ProviderTerminal, StreamClosed]
 
@@ -87,19 +87,14 @@ def test_seqs_are_contiguous_from_first_seq() -> None:
     assert [e.seq for e in events] == list(range(10, 10 + len(events)))
 
 
-def test_bad_json_names_its_line_across_chunks_and_keeps_later_frames() -> None:
+def test_bad_json_in_a_complete_event_is_one_in_band_error_naming_its_line() -> None:
     text = ': hi\n\ndata: {"choices":[{"index":0,"delta":{"content":"a"}}]}\n\ndata: {oops\n\n'
     text += 'data: {"choices":[{"index":0,"delta":{"content":"b"}}]}\n\n'
-    adapter = make_adapter("openai-chat", CTX)
-    events, errors = [], []
-    for i in range(0, len(text), 4):
-        try:
-            events += adapter.feed_sse(text[i : i + 4])
-        except AdapterError as exc:
-            errors.append(exc)
-    events += adapter.close()
-    assert [(e.line, str(e).startswith("line 5: ")) for e in errors] == [(5, True)]
-    assert [e.delta for e in events if isinstance(e, TextDelta)] == ["a", "b"]
+    events = run_sse("openai-chat", text, chunk=4)
+    assert [e.delta for e in events if isinstance(e, TextDelta)] == ["a"]
+    (error,) = [e for e in events if isinstance(e, StreamError)]
+    assert error.message.startswith("malformed provider stream: line 5: data is not JSON")
+    assert events[-1] is error
     assert [e.seq for e in events] == list(range(2, 2 + len(events)))
 
 

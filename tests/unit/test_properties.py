@@ -195,8 +195,13 @@ def emit_tool(s: Script, call_id: str, kind: ToolKind) -> None:
         s.tool_error(call_id)
 
 
-def emit_proof(draw: st.DrawFn, s: Script, record: Attempt, reason: FinishReason, raw: str) -> None:
-    record.finish_reason = reason
+def emit_proof(
+    draw: st.DrawFn, s: Script, record: Attempt, reason: FinishReason, raw: str
+) -> FinishReason:
+    """The proof as the provider says it; returns the step's reason as the core must read it."""
+    pending = any(kind in ("call_only", "after_proof") for kind in record.tools.values())
+    effective: FinishReason = "tool-calls" if reason == "stop" and pending else reason
+    record.finish_reason = effective
     proves = (s.contract, s.strict) in FINISH_PROVES
     if not proves and draw(st.booleans()):
         incomplete = s.contract == "openai-responses" and reason == "length"
@@ -212,8 +217,9 @@ def emit_proof(draw: st.DrawFn, s: Script, record: Attempt, reason: FinishReason
     if draw(st.booleans()):
         s.closed()
     for call_id, kind in record.tools.items():
-        if kind == "after_proof" and reason == "tool-calls":
+        if kind == "after_proof" and effective == "tool-calls":
             s.tool_result(call_id, f"out-{call_id}")
+    return effective
 
 
 def emit_failure(draw: st.DrawFn, s: Script, ending: Ending, has_parts: bool) -> None:
@@ -285,7 +291,7 @@ def turns(draw: st.DrawFn) -> GeneratedTurn:
             reason, raw = (
                 draw(st.sampled_from(LAST_STEP_REASONS)) if last else ("tool-calls", "tool_use")
             )
-            emit_proof(draw, s, record, reason, raw)
+            reason = emit_proof(draw, s, record, reason, raw)
             proven[step] = record
             if not last:
                 break
