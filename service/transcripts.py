@@ -134,7 +134,7 @@ def _is_normalized(path: Path, text: str) -> bool:
         if line.strip():
             doc = _decode_json(path, line, number)
             return isinstance(doc, dict) and doc.get("type") in EVENT_TAGS
-    return True
+    return False  # no line at all: a provider stream that ended before its first payload
 
 
 def _need_provider(path: Path, provider: str | None) -> str:
@@ -170,18 +170,20 @@ def _json_file(
         adapter = _make_adapter(_need_provider(path, provider), ctx, first_seq + 1)
         return [(e, None) for e in [*adapter.feed_bytes(raw), *adapter.close()]]
     if isinstance(doc, dict) and "status_code" in doc:
-        return _http_response(doc, ctx, first_seq)
+        return _http_response(doc, ctx, provider, first_seq)
     if isinstance(doc, dict) and "error" in doc and "type" not in doc:
-        return _http_response({"status_code": None, "body": doc}, ctx, first_seq)
+        return _http_response({"status_code": None, "body": doc}, ctx, provider, first_seq)
     adapter = _make_adapter(_need_provider(path, provider), ctx, first_seq + 1)
     payloads = doc if isinstance(doc, list) else [doc]
     events = [e for p in payloads for e in adapter.feed_payload(p)]
     return [(e, None) for e in [*events, *adapter.close()]]
 
 
-def _http_response(doc: dict[str, Any], ctx: AttemptContext, first_seq: int) -> list[Located]:
-    """An error status or bare error body becomes a stream error; a response with no stream and no
-    error is an attempt cut at once."""
+def _http_response(
+    doc: dict[str, Any], ctx: AttemptContext, provider: str | None, first_seq: int
+) -> list[Located]:
+    """An error status or bare error body becomes a stream error; a success with a JSON object
+    body is that one payload; a response with neither is an attempt cut at once."""
     headers = {str(k).lower(): str(v) for k, v in (doc.get("headers") or {}).items()}
     stamped = msgspec.structs.replace(ctx, ts_ms=parse_instant_ms(headers.get("date", "")) or 0)
     status = doc.get("status_code")
@@ -189,8 +191,10 @@ def _http_response(doc: dict[str, Any], ctx: AttemptContext, first_seq: int) -> 
     if (status is None and body is not None) or (isinstance(status, int) and status >= 400):
         error = http_error_event(stamped, first_seq + 1, status, headers, body)
         return [(error, None)]
-    closed = _make_adapter("anthropic", stamped, first_seq + 1).close()
-    return [(e, None) for e in closed]
+    adapter = _make_adapter(provider or "anthropic", stamped, first_seq + 1)
+    # A success with a JSON body is the whole (non-streamed) response: its one payload.
+    events = adapter.feed_payload(body) if isinstance(body, dict) and provider else []
+    return [(e, None) for e in [*events, *adapter.close()]]
 
 
 def _normalized(path: Path, text: str, ctx: AttemptContext, first_seq: int) -> list[Located]:

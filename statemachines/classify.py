@@ -97,6 +97,8 @@ def _body_type(
 
 def _numeric_code(body: dict[str, Any] | None) -> int | None:
     code = None if body is None else body.get("code")
+    if isinstance(code, str) and code.isascii() and code.isdigit():
+        code = int(code)
     if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
         return code
     return None

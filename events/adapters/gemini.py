@@ -1,12 +1,15 @@
-"""Gemini `streamGenerateContent?alt=sse` and Vertex AI streams.
+"""Gemini `streamGenerateContent` (`alt=sse` or the JSON-array body) and Vertex AI streams.
 
-Only candidate 0 is followed. Gemini has no end sentinel: the chunk with `finishReason` is the
-terminal proof, so no `ProviderTerminal` is emitted. A chunk with `promptFeedback.blockReason`
-and no candidates is the whole answer to a refused prompt: a `content-filter` finish whose raw
-reason is `blockReason:<value>`. A whole `functionCall` becomes
-`ToolInputStart` + `ToolCall` at once; a Vertex streamed call (name with `willContinue`, then
-`partialArgs` chunks) becomes its `ToolCall` when the next call starts, a bare `functionCall`
-closes it, or `finishReason` arrives.
+Only candidate 0 is followed. Gemini has no end sentinel: a `finishReason` in a stream that ended
+whole (not cut mid-event or mid-array) is the terminal proof, so no `ProviderTerminal` is
+emitted. The `FinishStep` goes out at EOF with the last `finishReason` seen, because Vertex
+repeats STOP on every chunk and code execution sends one before the answer ends. A chunk with
+`promptFeedback.blockReason` and no candidates is the whole answer to a refused prompt: a
+`content-filter` finish whose raw reason is `blockReason:<value>`.
+
+A whole `functionCall` becomes `ToolInputStart` + `ToolCall` at once; a Vertex streamed call
+(name with `willContinue`, then `partialArgs` chunks) becomes its `ToolCall` when the next call
+starts, a bare `functionCall` closes it, or the stream ends.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ class GeminiAdapter(StreamAdapter):
         super().__init__(ctx, first_seq)
         self._streamed: StreamedCall | None = None
         self._usage: dict[str, Any] = {}
-        self._finished = False
+        self._finish_raw = ""
+        self._blocked_raw = ""
 
     def on_payload(self, payload: Any) -> None:
         data = obj(payload)
@@ -38,14 +42,24 @@ class GeminiAdapter(StreamAdapter):
             self._part(obj(part))
         if isinstance(data.get("usageMetadata"), dict):
             self._usage = data["usageMetadata"]
-        reason = string(candidate.get("finishReason"))
+        self._finish_raw = string(candidate.get("finishReason")) or self._finish_raw
         blocked = string(obj(data.get("promptFeedback")).get("blockReason"))
-        if self._finished:
+        if blocked and not candidates:
+            self._blocked_raw = blocked
+
+    def on_close(self) -> None:
+        """The last `finishReason` seen is the step's, once the stream ended whole: Vertex repeats
+        STOP on every chunk and code execution sends one mid-answer."""
+        if self.cut or not (self._finish_raw or self._blocked_raw):
             return
-        if reason:
-            self._finish(reason)
-        elif blocked and not candidates:
-            self._blocked(blocked)
+        self.end_parts()
+        self._end_streamed()
+        if self._finish_raw:
+            self.finish(self._reason(self._finish_raw), self._finish_raw, _usage(self._usage))
+        elif self._blocked_raw:
+            # The prompt was refused before any candidate: a deterministic refusal, not a cut.
+            raw = self._blocked_raw
+            self.finish(reason_of(GEMINI_BLOCK, raw), f"blockReason:{raw}", _usage(self._usage))
 
     def _part(self, part: dict[str, Any]) -> None:
         if "functionCall" in part:
@@ -77,17 +91,6 @@ class GeminiAdapter(StreamAdapter):
         if self._streamed is not None:
             self.tool_call(self._streamed.call_id, self._streamed.name, self._streamed.args())
             self._streamed = None
-
-    def _finish(self, raw: str) -> None:
-        self._finished = True
-        self.end_parts()
-        self._end_streamed()
-        self.finish(self._reason(raw), raw, _usage(self._usage))
-
-    def _blocked(self, raw: str) -> None:
-        """The prompt was refused before any candidate: a deterministic refusal, not a cut."""
-        self._finished = True
-        self.finish(reason_of(GEMINI_BLOCK, raw), f"blockReason:{raw}", _usage(self._usage))
 
     def _reason(self, raw: str) -> FinishReason:
         reason = reason_of(GEMINI_FINISH, raw)

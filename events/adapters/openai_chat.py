@@ -54,6 +54,11 @@ class OpenAIChatAdapter(StreamAdapter):
         self.sole_part_delta("text", "refusal", string(delta.get("refusal")))
         for call in arr(delta.get("tool_calls")):
             self._tool_fragment(obj(call))
+        legacy = obj(delta.get("function_call"))
+        if legacy:
+            # The deprecated single `function_call` has no id and no index: one call per choice.
+            call_id = self._tools[-1].call_id if -1 in self._tools else self.next_id("call_")
+            self._tool_fragment({"index": -1, "id": call_id, "function": legacy})
         reason = string(choice.get("finish_reason"))
         if reason == "error":
             self._choice_error(choice)

@@ -45,6 +45,9 @@ class OpenAIResponsesAdapter(StreamAdapter):
                 self.fail(error, string(obj(error).get("message")) or "response.failed")
             case "error":
                 self.fail(data, error_message(data) or "error event")
+            case "" if string(data.get("message")):
+                # An error object whose `type` was lost: LiteLLM repeats the key, null last.
+                self.fail(data, string(data.get("message")))
             case kind:
                 self._content(kind, data)
 
@@ -60,6 +63,10 @@ class OpenAIResponsesAdapter(StreamAdapter):
                 self.part_delta("reasoning", summary_key, string(data.get("delta")))
             case "response.reasoning_summary_text.done":
                 self.end_part("reasoning", summary_key)
+            case "response.reasoning_text.delta":
+                self.part_delta("reasoning", ("text", *text_key), string(data.get("delta")))
+            case "response.reasoning_text.done":
+                self.end_part("reasoning", ("text", *text_key))
             case _:
                 pass
 

@@ -62,6 +62,7 @@ class StreamAdapter:
         self.ctx = ctx
         self.failed = False
         self.tool_called = False
+        self.cut = False  # set at close: the stream ended mid-event, mid-element or mid-frame
         self._seq = first_seq
         self._counter = 0
         self._closed = False
@@ -99,6 +100,7 @@ class StreamAdapter:
         self._items.extend(self._wire.finish())
         self._drain()
         self._closed = True
+        self.cut = self._sse.cut or self._wire.cut
         if not self.failed:
             self.on_close()
             self.emit(StreamClosed)

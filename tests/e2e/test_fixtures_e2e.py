@@ -36,6 +36,7 @@ from statemachines.turn import Turn
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 PARTITIONS: Final = 4
 DEADLINE_S: Final = 20.0
+PUBLISHING: Final = 32
 # The provider of each fixture directory, as tests/unit/test_simulate_fixtures.py reads them.
 PROVIDER_OF_DIR: Final = {
     "anthropic": "anthropic",
@@ -170,7 +171,14 @@ def _text(value: bytes | str) -> str:
 async def run_cases(redis: Redis, prefix: str, cases: list[Case]) -> dict[str, list[str]]:
     """Publish every case at once, wait for the pool, and list what differs from simulate."""
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
-    await asyncio.gather(*(case.publish(producer, redis) for case in cases))
+    # Bounded, so the cases' pollers stay within the client's connection pool.
+    slots = asyncio.Semaphore(PUBLISHING)
+
+    async def publish(case: Case) -> None:
+        async with slots:
+            await case.publish(producer, redis)
+
+    await asyncio.gather(*(publish(case) for case in cases))
     for case in cases:
         await until(partial(case.in_expected_state, redis), f"{case.name} in {case.expected.state}")
     await until(lambda: quiet(redis, prefix), "the pool to be quiet")
@@ -186,7 +194,7 @@ async def run_cases(redis: Redis, prefix: str, cases: list[Case]) -> dict[str, l
 @pytest.mark.usefixtures("worker")
 async def test_every_fixture_through_the_pool_matches_simulate(redis: Redis, prefix: str) -> None:
     names = fixture_names()
-    assert len(names) == 63
+    assert len(names) == 146
     cases = [
         Case(name, [FIXTURES / name], provider_of(name), prefix, n) for n, name in enumerate(names)
     ]

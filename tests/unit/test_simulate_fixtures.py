@@ -149,6 +149,173 @@ EXPECTED: dict[str, tuple[str, str, str | None, str | None, str]] = {
         "retrying", "truncated", "missing_terminal", None, ""),
     "openai-responses/text-completed-recorded-fantasy.sse": (
         "finished", "finished", None, "stop", "Oi!"),
+    # The second collection (issue 14): gateways, cuts, blocks, refusals and errors.
+    "anthropic/api-error-500-claude-code-issue-12264.json": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "anthropic/api-error-mid-stream-litellm-issue-4562.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "anthropic/citations-delta-plaintext-document-rig.sse": (
+        "finished", "finished", None, "stop", "Rust focuses on three goals:"),
+    "anthropic/invalid-request-400-effort-pydantic-ai.json": (
+        "failed", "failed", "unknown", None, ""),
+    "anthropic/max-tokens-truncated-haiku-rig.sse": (
+        "finished", "finished", None, "length", "alpha"),
+    "anthropic/not-found-404-streaming-connect-rig.json": (
+        "failed", "failed", "unknown", None, ""),
+    "anthropic/overloaded-error-event-gptel-pr-1512.jsonl": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "anthropic/pause-turn-web-search-pydantic-ai.sse": (
+        "finished", "finished", None, "other", "I'll run these searches one "),
+    "anthropic/redacted-thinking-rig.sse": (
+        "finished", "finished", None, "stop", "OK"),
+    "anthropic/refusal-stop-details-cyber-vercel-ai.jsonl": (
+        "finished", "finished", None, "content-filter", ""),
+    "anthropic/request-too-large-413-sdk-python-issue-938.json": (
+        "retrying", "compaction", "context_overflow", None, ""),
+    "bedrock/converse-stream-redacted-reasoning-pydantic-ai.eventstream": (
+        "finished", "finished", None, "stop", "I notice you've sent what ap"),
+    "bedrock/converse-stream-text-nova-lite-rig.eventstream": (
+        "finished", "finished", None, "stop", "cedar"),
+    "bedrock/converse-stream-text-nova-lite-rig.jsonl": (
+        "finished", "finished", None, "stop", "cedar"),
+    "bedrock/end-of-life-model-404-rig.json": (
+        "failed", "failed", "unknown", None, ""),
+    "bedrock/invalid-model-id-400-converse-stream-pydantic-ai.json": (
+        "failed", "failed", "unknown", None, ""),
+    "bedrock/invoke-stream-anthropic-tool-use-fantasy.eventstream": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "bedrock/on-demand-throughput-unsupported-400-rig.json": (
+        "failed", "failed", "unknown", None, ""),
+    "bedrock/unsupported-for-streaming-400-mac-client-issue-112.json": (
+        "failed", "failed", "unknown", None, ""),
+    "gemini/error-mid-stream-cancelled-vertex-firebase-testdata.sse": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "gemini/finish-recitation-no-content-firebase-testdata.sse": (
+        "finished", "finished", None, "content-filter", "text1text2text3text4text5tex"),
+    "gemini/finish-safety-stream-vertex-firebase-testdata.sse": (
+        "finished", "finished", None, "content-filter", "<redacted>"),
+    "gemini/json-array-thought-parts-llm-gemini.json": (
+        "finished", "finished", None, "stop", "Scoop"),
+    "gemini/malformed-function-call-finish-message-vercel-ai-test.sse": (
+        "retrying", "truncated", "empty_other", None, ""),
+    "gemini/max-tokens-stream-rig.sse": (
+        "finished", "finished", None, "length", "Thomas, the lighthouse keepe"),
+    "gemini/prompt-feedback-block-model-armor-vertex-pydantic-ai.json": (
+        "finished", "finished", None, "content-filter", ""),
+    "gemini/prompt-feedback-block-safety-firebase-testdata.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "gemini/prompt-feedback-prohibited-content-gemini-3-7-flash-vercel-ai-issue-19758.jsonl": (
+        "finished", "finished", None, "content-filter", ""),
+    "gemini/prompt-feedback-prohibited-content-vercel-ai-issue-4236.jsonl": (
+        "finished", "finished", None, "content-filter", ""),
+    "gemini/quota-exceeded-429-vertex-firebase-testdata.json": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "gemini/thought-parts-two-terminal-code-execution-rig.sse": (
+        "finished", "finished", None, "stop", "Here is the first execution:"),
+    "gemini/unavailable-503-high-demand-continue-issue-10639.json": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "gemini/unavailable-503-overloaded-lobehub-issue-9728.json": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "gemini/unknown-model-404-firebase-testdata.json": (
+        "failed", "failed", "unknown", None, ""),
+    "gemini/user-location-unsupported-400-vertex-firebase-testdata.json": (
+        "failed", "failed", "unknown", None, ""),
+    "openai-chat/cut-mid-line-function-call-read-boundary-lucgagan-completions-issue15.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-chat/reasoning-only-empty-content-finish-length-recorded-mirascope.sse": (
+        "finished", "finished", None, "length", ""),
+    "openai-chat/text-stop-usage-then-moderation-chunk-recorded-pydantic-ai.sse": (
+        "finished", "finished", None, "stop", "Paris."),
+    "openai-chat/tool-call-named-tool-choice-finish-stop-recorded-mirascope.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-compatible/alibaba-qwen-tool-call-trailing-empty-delta-vercel-ai.jsonl": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/anthropic-fallback-gateway-tool-call-index-1-vercel-ai.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/avian-kimi-tool-calls-duplicate-finish-chunks-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-compatible/azure-ai-inference-phi3-int-stop-reason-usage-every-chunk-semantic-kernel.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/azure-async-filter-offsets-chunks-after-finish-semantic-kernel.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/azure-foundry-deepseek-reasoning-matched-stop-vercel-ai.jsonl": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/azure-http-400-content-filter-inner-error-variant-browser-use-issue262.json": (
+        "failed", "failed", "unknown", None, ""),
+    "openai-compatible/azure-http-400-content-filter-jailbreak-innererror-tinytroupe-issue85.json": (
+        "failed", "failed", "unknown", None, ""),
+    "openai-compatible/azure-http-429-no-retry-after-reset-tokens-header-openai-python-issue937.partial.json": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "openai-compatible/azure-tool-calls-content-filter-results-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-compatible/deepseek-reasoning-tool-calls-usage-in-finish-chunk-vercel-ai.jsonl": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/groq-event-error-tool-use-failed-midstream-recorded-pydantic-ai.sse": (
+        "failed", "failed", "unknown", None, ""),
+    "openai-compatible/groq-http-400-tool-use-failed-failed-generation-recorded-pydantic-ai.json": (
+        "failed", "failed", "unknown", None, ""),
+    "openai-compatible/litellm-http-429-throttling-error-wrapping-azure-tinyllm-issue17.json": (
+        "failed", "failed", "rate_limit", None, ""),
+    "openai-compatible/mistral-incremental-tool-call-empty-name-continuation-vercel-ai.jsonl": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/mistral-tool-call-no-index-finish-same-chunk-vercel-ai.jsonl": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/ollama-parallel-tool-calls-whole-args-ask-openai-notes.jsonl": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/openarc-no-finish-no-done-curl18-openarc-issue21.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/openrouter-gemini-tool-calls-native-stop-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-compatible/openrouter-http-402-fewer-max-tokens-doka-site-issue7.json": (
+        "failed", "failed", "budget", None, ""),
+    "openai-compatible/openrouter-http-429-capacity-exhausted-availability-openrouter-docs.json": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "openai-compatible/openrouter-http-429-provider-returned-error-recorded-pydantic-ai.json": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "openai-compatible/openrouter-length-then-error-chunk-token-limit-recorded-pydantic-ai.sse": (
+        "failed", "failed", "unknown", None, ""),
+    "openai-compatible/openrouter-midstream-error-429-typed-finish-error-openrouter-docs.sse": (
+        "retrying", "failed", "rate_limit", None, ""),
+    "openai-compatible/openrouter-midstream-error-string-code-finish-error-openrouter-docs.sse": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "openai-compatible/openrouter-nonstream-choice-finish-error-object-openrouter-docs.json": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "openai-compatible/sglang-error-chunk-context-length-in-200-stream-litellm-issue25492.sse": (
+        "retrying", "compaction", "context_overflow", None, ""),
+    "openai-compatible/snowflake-cortex-no-finish-reason-recorded-pydantic-ai.sse": (
+        "retrying", "truncated", "missing_terminal", None, ""),
+    "openai-compatible/vercel-gateway-provider-fallback-metadata-recorded-fantasy.sse": (
+        "finished", "finished", None, "stop", "The sum is 5 and the product"),
+    "openai-compatible/vllm-crusoe-text-stop-usage-recorded-pydantic-ai.sse": (
+        "finished", "finished", None, "stop", "1, 2, 3, 4, 5"),
+    "openai-compatible/vllm-http-400-context-length-flat-object-error-vllm-issue20409.json": (
+        "retrying", "compaction", "context_overflow", None, ""),
+    "openai-compatible/vllm-qwen-tool-call-name-only-first-delta-ask-openai-notes.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-compatible/zai-glm-reasoning-tool-call-no-finish-key-until-end-recorded-fantasy.sse": (
+        "awaiting_step", "finished", None, "tool-calls", ""),
+    "openai-responses/azure-content-filters-completed-vercel-ai.jsonl": (
+        "finished", "finished", None, "stop", "Hello"),
+    "openai-responses/azure-gateway-gpt-5-mini-fantasy.sse": (
+        "finished", "finished", None, "stop", "Olá!"),
+    "openai-responses/bare-error-object-in-stream-codex-cliproxyapi-issue-1006.jsonl": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "openai-responses/chat-style-error-frame-omniroute-issue-13431.jsonl": (
+        "failed", "failed", "unknown", None, ""),
+    "openai-responses/error-event-server-error-codex-pi-issue-4092.jsonl": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "openai-responses/github-copilot-rotating-item-ids-vercel-ai.jsonl": (
+        "finished", "finished", None, "stop", "There are **3** letter **“r”"),
+    "openai-responses/incomplete-mid-tool-call-rig.sse": (
+        "finished", "finished", None, "length", ""),
+    "openai-responses/incomplete-reasoning-only-gpt-5-nano-rig.sse": (
+        "finished", "finished", None, "length", ""),
+    "openai-responses/invalid-temperature-400-pydantic-ai.json": (
+        "failed", "failed", "unknown", None, ""),
+    "openai-responses/litellm-in-stream-error-duplicate-type-codex-router-issue-837.jsonl": (
+        "retrying", "failed", "provider_unavailable", None, ""),
+    "openai-responses/refusal-delta-structured-output-rig.sse": (
+        "finished", "finished", None, "stop", "I'm sorry, I can't assist wi"),
 }  # fmt: skip
 
 # SDK fixtures that end without the blank line after `message_stop`: cut, by the WHATWG rule
@@ -170,7 +337,7 @@ TERMINAL_MARKERS = {
     "bedrock": ('"message_stop"',),
     "openai-chat": ("[DONE]",),
     "openai-responses": ("response.completed", "response.incomplete"),
-    "gemini": ("finishReason",),
+    "gemini": ("finishReason", "blockReason"),
     "bedrock-converse": ("messageStop", "metadata"),
 }
 LENIENT_PROOF_ON_FINISH = ("anthropic", "bedrock", "openai-chat")
@@ -299,6 +466,30 @@ def test_unterminated_fixture_finishes_with_its_blank_line_or_lenient(
     ):
         assert (outcome.state, outcome.attempts[-1].finish_reason) == (state, finish)
         assert snippet in text_of(outcome)
+
+
+# Captures without `[DONE]` as stored (JSON lines with the framing removed, or a last event with no
+# blank line): strict mode retries them; lenient mode, for compatible gateways, finishes them.
+LENIENT_FINISH: dict[str, tuple[str, str, str]] = {
+    "openai-compatible/alibaba-qwen-tool-call-trailing-empty-delta-vercel-ai.jsonl": ("awaiting_step", "tool-calls", ""),
+    "openai-compatible/deepseek-reasoning-tool-calls-usage-in-finish-chunk-vercel-ai.jsonl": ("awaiting_step", "tool-calls", ""),
+    "openai-compatible/mistral-incremental-tool-call-empty-name-continuation-vercel-ai.jsonl": ("awaiting_step", "tool-calls", ""),
+    "openai-compatible/mistral-tool-call-no-index-finish-same-chunk-vercel-ai.jsonl": ("awaiting_step", "tool-calls", ""),
+    "openai-compatible/ollama-parallel-tool-calls-whole-args-ask-openai-notes.jsonl": ("awaiting_step", "tool-calls", ""),
+    "openai-compatible/azure-foundry-deepseek-reasoning-matched-stop-vercel-ai.jsonl": ("finished", "stop", "Knicks fans"),
+    "openai-compatible/anthropic-fallback-gateway-tool-call-index-1-vercel-ai.sse": ("awaiting_step", "tool-calls", ""),
+    "openai-compatible/azure-async-filter-offsets-chunks-after-finish-semantic-kernel.sse": ("finished", "stop", "Kindness"),
+    "openai-compatible/azure-ai-inference-phi3-int-stop-reason-usage-every-chunk-semantic-kernel.sse": ("finished", "stop", "Test content"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(LENIENT_FINISH))
+def test_capture_without_done_is_retried_strict_and_finished_lenient(name: str) -> None:
+    assert EXPECTED[name][:3] == ("retrying", "truncated", "missing_terminal")
+    state, finish, snippet = LENIENT_FINISH[name]
+    outcome = run([FIXTURES / name], "openai-chat", lenient=True)
+    assert (outcome.state, outcome.attempts[-1].finish_reason) == (state, finish)
+    assert snippet in text_of(outcome)
 
 
 def test_deepseek_without_done_finishes_only_when_lenient() -> None:
