@@ -26,6 +26,7 @@ from statemachines.outputs import Outputs
 from statemachines.states import TurnState
 from statemachines.turn import AttemptBuf, TextBuf, ToolBuf, Turn
 
+_STREAMING = TurnState.STREAMING
 _RESULT_STATES = frozenset(
     (TurnState.STREAMING, TurnState.AWAITING_TERMINAL, TurnState.AWAITING_STEP)
 )
@@ -62,7 +63,12 @@ def on_delta(turn: Turn, event: TextDelta | ReasoningDelta, out: Outputs) -> Non
         kind, frame = "text", AgentMessageChunk
     else:
         kind, frame = "reasoning", AgentThoughtChunk
-    text_buf(open_attempt(turn, kind), event.part_id, kind).chunks.append(event.delta)
+    buf = turn.current
+    # The common case, a delta on a part already open, skips the two checked lookups.
+    text = buf.texts.get(event.part_id) if turn.state is _STREAMING and buf is not None else None
+    if text is None or text.kind != kind:
+        text = text_buf(open_attempt(turn, kind), event.part_id, kind)
+    text.chunks.append(event.delta)
     out.frames.append(
         frame(
             session_id=turn.session_id,

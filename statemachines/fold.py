@@ -57,7 +57,7 @@ def evolve(
     if ignored is not None:
         ignore(turn, sink, ignored)
         return turn, sink
-    if (event.step, event.attempt) == (turn.step, turn.attempt):
+    if event.step == turn.step and event.attempt == turn.attempt:
         turn.last_seq = event.seq
     dispatch(turn, event, config, sink)
     return turn, sink
@@ -81,6 +81,12 @@ def position_of(turn: Turn, event: InboundEvent) -> str | None:
     """Why the event is to be ignored (`late`, `superseded`, `duplicate`), or None to apply it."""
     if turn.state in FINAL_STATES:
         return "late"
+    if event.step == turn.step and event.attempt == turn.attempt and event.seq == turn.last_seq + 1:
+        # The common case, the next event of the current attempt, in order.
+        if turn.state is TurnState.RETRYING and not isinstance(event, _BETWEEN_ATTEMPTS):
+            turn.last_seq = event.seq
+            return "superseded"
+        return None
     key, current = (event.step, event.attempt), (turn.step, turn.attempt)
     if key < current:
         return "superseded"
