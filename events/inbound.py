@@ -9,7 +9,7 @@ docs/schema.md).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -20,17 +20,27 @@ FINISH_REASONS: frozenset[str] = frozenset(
     ("stop", "length", "tool-calls", "content-filter", "error", "other", "unknown")
 )
 
+# Every integer a producer writes has bounds, so an out-of-range one is a decode error naming its
+# field (a dead letter of its own) and never reaches a snapshot, a commit or a frame: beyond 2**64
+# msgpack cannot encode it, and beyond 2**53 a JavaScript client cannot read it exactly.
+MAX_SAFE_INT: Final = 2**53 - 1
+MAX_ATTEMPTS_LIMIT: Final = 1000
+Count = Annotated[int, msgspec.Meta(ge=0, le=MAX_SAFE_INT)]
+Ordinal = Annotated[int, msgspec.Meta(ge=1, le=MAX_SAFE_INT)]
+Attempts = Annotated[int, msgspec.Meta(ge=1, le=MAX_ATTEMPTS_LIMIT)]
+HttpStatus = Annotated[int, msgspec.Meta(ge=100, le=999)]
+
 Contract = Literal["anthropic-messages", "openai-responses", "openai-chat", "gemini", "ai-sdk"]
 
 
 class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=False):
     """Token counts of one step; every count defaults to 0."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    reasoning_tokens: Count = 0
+    cache_read_tokens: Count = 0
+    cache_write_tokens: Count = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -48,17 +58,17 @@ ZERO_USAGE = Usage()
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """Identity and position shared by every inbound event."""
 
-    v: int = 1
+    v: Ordinal = 1
     session_id: str
     turn_id: str
-    step: int = 1
-    attempt: int = 1
-    seq: int
-    ts_ms: int = 0
+    step: Ordinal = 1
+    attempt: Ordinal = 1
+    seq: Count
+    ts_ms: Count = 0
 
 
 class TurnStarted(Event, frozen=True, kw_only=True, tag="turn-started"):
-    max_attempts: int | None = None
+    max_attempts: Attempts | None = None
 
 
 class AttemptStarted(Event, frozen=True, kw_only=True, tag="attempt-started"):
@@ -134,7 +144,7 @@ class ProviderTerminal(Event, frozen=True, kw_only=True, tag="provider-terminal"
 
 
 class StreamError(Event, frozen=True, kw_only=True, tag="stream-error"):
-    status: int | None = None
+    status: HttpStatus | None = None
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     body: Any = None
     message: str = ""
@@ -145,7 +155,7 @@ class StreamClosed(Event, frozen=True, kw_only=True, tag="stream-closed"):
 
 
 class AttemptStalled(Event, frozen=True, kw_only=True, tag="attempt-stalled"):
-    silent_ms: int = 0
+    silent_ms: Count = 0
 
 
 class TurnCancelled(Event, frozen=True, kw_only=True, tag="turn-cancelled"):

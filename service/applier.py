@@ -177,6 +177,7 @@ class PartitionFold:
             run.stats.ignored += 1
             return
         ignored, messages, transitions = len(out.ignored), len(out.messages), len(out.transitions)
+        frozen = out.lengths()
         try:
             turn, _ = evolve(self.turns.get(event.turn_id), event, self.config, out)
         except CoreError as exc:
@@ -184,6 +185,8 @@ class PartitionFold:
             self._touch_after_error(event.turn_id, run)
             return
         except Exception as exc:  # a bug in the core must not stop the partition
+            # What the event appended before it raised belongs to no applied event.
+            out.rollback(frozen)
             self._dead(item, f"internal: {type(exc).__name__}: {exc}", run)
             self._touch_after_error(event.turn_id, run)
             return

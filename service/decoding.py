@@ -1,6 +1,9 @@
 """Inbound entries as read from the log, decoded into events, release entries or the reason
 they go to the dead letters (the first step of the fold, service/applier.py).
 
+Decoding never raises: whatever the bytes of one entry make the decoder do, that entry alone is
+dead-lettered with the reason, and the rest of the batch goes on (DESIGN section 11).
+
 A release entry (field `r`, service/archive_records.py) is the archiver's; any other entry
 must hold an event in field `e`.
 """
@@ -76,6 +79,8 @@ def _decode(entry: Entry, max_deliveries: int, forced: Mapping[str, str]) -> Dec
         return Decoded(entry, event=decode_event(raw, sniff_format(raw)), raw=raw)
     except CodecError as exc:
         return Decoded(entry, problem=f"undecodable: {exc}", raw=raw)
+    except Exception as exc:  # hostile bytes: one entry's problem, never the batch's
+        return Decoded(entry, problem=f"undecodable: {_named(exc)}", raw=raw)
 
 
 def _release(entry: Entry, raw: bytes) -> Decoded:
@@ -83,6 +88,14 @@ def _release(entry: Entry, raw: bytes) -> Decoded:
         return Decoded(entry, release=decode_release(raw), raw=raw)
     except msgspec.MsgspecError as exc:
         return Decoded(entry, problem=f"undecodable: release: {exc}", raw=raw)
+    except Exception as exc:  # as above
+        return Decoded(entry, problem=f"undecodable: release: {_named(exc)}", raw=raw)
+
+
+def _named(exc: Exception) -> str:
+    """An unexpected decoder failure (invalid UTF-8 in a string, nesting past the recursion
+    limit), named so the dead letter says what it was."""
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
 def _fields_bytes(fields: Mapping[bytes, bytes]) -> bytes:

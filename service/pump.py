@@ -12,9 +12,9 @@ owner.
 
 On a Redis Cluster the round and the wait go per slot (service/wire.py); the loop is the same.
 
-Errors: any connection error makes every owner of the pump start over
-(`PartitionOwner.lost_connection`: a new epoch, its fold reloaded, its pending entries drained),
-the idle ones too. A busy owner cannot know what of its request was applied; an idle one may
+Errors: any connection error, and any unexpected error in a round, makes every owner of the
+pump start over (`PartitionOwner.lost_connection`: a new epoch, its fold reloaded, its pending
+entries drained), the idle ones too. A busy owner cannot know what of its request was applied; an idle one may
 remember more than Redis holds when the connection broke because Redis restarted and lost
 acknowledged writes (AOF `everysec` behind a slow fsync), or a replica that had not received
 them took over: its position would then wait past entries that are back in the log, and its
@@ -96,9 +96,12 @@ class Pump:
             while not self._stopping:
                 try:
                     await self.round()
-                except Exception:
+                except Exception as exc:
+                    # Owners may have read entries, or folded a batch, that this round will never
+                    # commit: left as they are, their folds would run ahead of Redis and the next
+                    # read would skip those entries. Each starts over from what Redis holds.
                     log.exception("pump: round failed")
-                    await self._pause()
+                    await self._start_over(exc)
         finally:
             self.running = False
             for owner in list(self.owners.values()):

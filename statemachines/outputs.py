@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from events.outbound import PartialRecord, PersistedMessage, ProducerCommand, SessionUpdate
@@ -29,6 +31,19 @@ class Outputs(msgspec.Struct, kw_only=True):
     partials: list[PartialRecord] = msgspec.field(default_factory=list)
     transitions: list[Transition] = msgspec.field(default_factory=list)
     ignored: list[str] = msgspec.field(default_factory=list)
+
+    def lengths(self) -> tuple[int, ...]:
+        """Where each list ends now, for `rollback`."""
+        return tuple(len(items) for items in self._lists())
+
+    def rollback(self, lengths: tuple[int, ...]) -> None:
+        """Drop what was appended since `lengths` was taken."""
+        for items, length in zip(self._lists(), lengths, strict=True):
+            del items[length:]
+
+    def _lists(self) -> tuple[list[Any], ...]:
+        return (self.frames, self.commands, self.messages, self.partials, self.transitions,
+                self.ignored)  # fmt: skip
 
 
 def ignore(turn: Turn, out: Outputs, reason: str) -> None:

@@ -77,8 +77,34 @@ def no_event_field(n: int) -> Junk:
     return Junk({b"x": b"%d" % n, b"y": bytes([200 + n % 50])}, "no field 'e'")
 
 
+def not_utf8(n: int) -> Junk:
+    """Valid JSON structure whose string holds bytes that are not UTF-8."""
+    return Junk({FIELD: EVENT % (b"%d" % n, b'"\xff\xfe%d"' % n)}, "undecodable: ")
+
+
+def deep_nesting(n: int) -> Junk:
+    """An event whose extra field nests arrays far past any decoder's recursion limit."""
+    depth = 100_000 + n
+    nested = b"[" * depth + b"]" * depth
+    body = b'{"type":"text-end","session_id":"junk","turn_id":"junk-t","seq":1,"part_id":"p",'
+    return Junk({FIELD: body + b'"x":' + nested + b"}"}, "undecodable: ")
+
+
+def huge_integer(n: int) -> Junk:
+    """A valid-JSON integer far out of range (it once crashed the commit, not the decode)."""
+    body = b'{"type":"turn-started","session_id":"junk","turn_id":"junk-t","seq":0,'
+    return Junk({FIELD: body + b'"max_attempts":1%031d}' % n}, "$.max_attempts")
+
+
+def poison(n: int) -> Junk:
+    """One of the entries that once escaped the decoder or broke a commit, by `n`."""
+    builders = (not_utf8, deep_nesting, huge_integer)
+    return builders[n % len(builders)](n)
+
+
 def junk(rng: random.Random) -> Iterator[Junk]:
-    """Bad JSON, bad msgpack, unknown types, wrong field types, 2 MB, no field `e` (700)."""
+    """Bad JSON, bad msgpack, unknown types, wrong field types, 2 MB, no field `e`, poison
+    (not UTF-8, nesting, integers out of range) (730)."""
     for _ in range(200):
         yield bad_json(rng)
     for n in range(150):
@@ -92,6 +118,8 @@ def junk(rng: random.Random) -> Iterator[Junk]:
         yield oversized()
     for n in range(47):
         yield no_event_field(n)
+    for n in range(30):
+        yield poison(n)
 
 
 def check_junk(found: dict[bytes, bytes], item: Junk) -> None:

@@ -43,7 +43,7 @@ VALID = plan_sessions(sessions=8, turns=10, tag="ok")
 LATE: Final = 3  # late events after each valid session's last turn
 GAP_TURNS: Final = 100  # each with one seq gap and one seq regression
 GHOSTS: Final = 100  # events of turns that never started
-JUNK: Final = 700  # entries no decoder accepts
+JUNK: Final = 730  # entries no decoder accepts
 
 
 def late_events(plan: TurnPlan) -> list[InboundEvent]:

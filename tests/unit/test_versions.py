@@ -225,6 +225,10 @@ _SCALARS: Final[dict[type[msgspec.inspect.Type], st.SearchStrategy[Any]]] = {
 
 def values(kind: msgspec.inspect.Type) -> st.SearchStrategy[Any]:
     """Any valid value of a field type, read from the contract itself (new fields included)."""
+    if isinstance(kind, msgspec.inspect.IntType):  # within the contract's bounds, if it has any
+        low = -(2**63) if kind.ge is None else kind.ge
+        high = 2**63 - 1 if kind.le is None else kind.le
+        return st.integers(low, high)
     if type(kind) in _SCALARS:
         return _SCALARS[type(kind)]
     match kind:
