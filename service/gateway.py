@@ -41,9 +41,11 @@ from starlette.routing import Route
 
 from events.codec import encode_json
 from events.outbound import AgentError, TurnFinished
-from service.hub import Hub, SubscriberTooSlow
+from service.cursors import BadCursor, parse_cursor
+from service.hub import Hub, SubscriberTooSlow, SubscriptionBroken
 from service.inspect_routes import NO_TURN, Inspector, archived_answer
 from service.metrics import render_metrics
+from service.params import BadParam, non_negative
 from service.settings import Settings
 from service.snapshots import SnapshotError
 from service.timeline import TurnArchived, load_turn
@@ -134,7 +136,11 @@ class _Handlers:
         self.rate = _OpenRate(limits, clock)
 
     def grant_of(self, request: Request) -> tuple[str, Grant]:
-        if int(request.headers.get("content-length") or 0) > self.limits.max_body_bytes:
+        try:
+            length = non_negative(request.headers.get("content-length"), "content-length", 0)
+        except BadParam as exc:
+            raise _Denied(400, str(exc)) from None
+        if length > self.limits.max_body_bytes:
             raise _Denied(413, "request body not allowed")
         header = request.headers.get("authorization", "")
         token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
@@ -155,8 +161,13 @@ class _Handlers:
 
     async def updates(self, request: Request) -> Response:
         token, session = self.session_grant(request)
-        self.rate.admit(token)
         after = request.headers.get("last-event-id") or request.query_params.get("from")
+        if after is not None:
+            try:
+                after = parse_cursor(after)
+            except BadCursor as exc:
+                raise _Denied(400, str(exc)) from None
+        self.rate.admit(token)  # a refused request opens no stream
         until_end = request.query_params.get("until_end") in ("1", "true")
         frames = _events(self.hub, session, after, until_end)
         return EventSourceResponse(frames, ping=PING_S, send_timeout=30)
@@ -222,15 +233,15 @@ async def _events(
             yield b"".join(d.sse for d in batch)
     except SubscriberTooSlow:
         return  # the client resumes from the last id it received
+    except SubscriptionBroken:
+        return  # its stream cannot be read: the hub went on for the others
 
 
 def _int_param(request: Request, name: str, default: int) -> int:
-    text = request.query_params.get(name)
-    if text is None:
-        return default
-    if not text.isdigit():
-        raise _Denied(400, f"{name} must be a non-negative integer")
-    return int(text)
+    try:
+        return non_negative(request.query_params.get(name), name, default)
+    except BadParam as exc:
+        raise _Denied(400, str(exc)) from None
 
 
 def _guarded(

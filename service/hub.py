@@ -29,11 +29,13 @@ from collections.abc import AsyncIterator
 from typing import Final, NamedTuple, cast
 
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 from redis.typing import StreamEntry
 from sse_starlette import ServerSentEvent
 
 from events.outbound import SessionUpdate
 from service.connect import is_cluster
+from service.cursors import parse_cursor
 from service.keys import keys_for_session
 from service.replies import xread
 from service.views import FIELD, START, frame_of
@@ -65,11 +67,25 @@ def _after(a: str, b: str) -> bool:
     return (int(ams), int(aseq or 0)) > (int(bms), int(bseq or 0))
 
 
+class SubscriptionBroken(Exception):
+    """Redis refused to read the subscriber's session stream (e.g. the key holds another type);
+    the other subscribers' reads go on without it."""
+
+
 class _Subscriber:
     def __init__(self, cursor: str, limit: int) -> None:
         self.cursor = cursor
         self.queue: asyncio.Queue[Delivery | None] = asyncio.Queue(limit)
         self.cut = False
+        self.broken: str | None = None
+
+    def break_off(self, reason: str) -> None:
+        """End this subscription with `reason`, whatever it has queued."""
+        self.cut, self.broken = True, reason
+        with contextlib.suppress(asyncio.QueueFull):
+            while not self.queue.empty():
+                self.queue.get_nowait()
+            self.queue.put_nowait(None)
 
     def offer(self, delivery: Delivery, read_from: str) -> None:
         """Queue a frame of a read that began at `read_from`: only if it is the next one, that is
@@ -116,7 +132,7 @@ class Hub:
         self, session: str, after: str | None = None
     ) -> AsyncIterator[list[Delivery]]:
         """As `subscribe`, each time with every frame that is waiting (at least one)."""
-        subscriber = _Subscriber(after or START, self.queue_limit)
+        subscriber = _Subscriber(START if after is None else parse_cursor(after), self.queue_limit)
         keys = keys_for_session(session, self.partitions, self.prefix)
         key = keys.session(session)
         self._subscribers.setdefault(key, set()).add(subscriber)
@@ -131,6 +147,8 @@ class Hub:
                 while not subscriber.queue.empty():
                     batch.append(subscriber.queue.get_nowait())
                 if None in batch:
+                    if subscriber.broken is not None:
+                        raise SubscriptionBroken(subscriber.broken)
                     raise SubscriberTooSlow(session)
                 yield cast(list[Delivery], batch)
         finally:
@@ -165,9 +183,24 @@ class Hub:
                 await self._read_once(cursors)
             except asyncio.CancelledError:
                 raise
+            except ResponseError as exc:  # one stream can fail the shared read: find it
+                await self._isolate(cursors, exc)
             except Exception as exc:  # Redis away: subscribers wait, the read is retried
                 log.warning("hub: %r", exc)
                 await asyncio.sleep(0.2)
+
+    async def _isolate(self, cursors: dict[str, str], exc: ResponseError) -> None:
+        """Read each stream alone; the subscribers of one Redis refuses are broken off, so one
+        session's bad state never stops another's updates."""
+        for key, cursor in cursors.items():
+            try:
+                await xread(self.redis, {key: cursor}, 1)
+            except ResponseError as refused:
+                log.warning("hub: %s: %s", key, refused)
+                for subscriber in self._subscribers.get(key, set()):
+                    subscriber.break_off(str(refused))
+                self._positions.pop(key, None)
+        log.warning("hub: shared read refused: %s", exc)
 
     async def _read_once(self, cursors: dict[str, str]) -> None:
         reply = await xread(self.redis, cursors, COUNT, BLOCK_MS)

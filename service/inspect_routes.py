@@ -29,6 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from events.codec import encode_json
 from service import diagram
+from service.params import BadParam, non_negative
 from service.settings import Settings
 from service.snapshots import SnapshotError
 from service.timeline import ARCHIVED, TurnArchived, find_session, recent_turns, timeline
@@ -137,9 +138,7 @@ class Inspector:
         return Response(self.css, media_type="text/css")
 
     def _int_param(self, request: Request, name: str, default: int) -> int:
-        given = request.query_params.get(name)
-        if given is None:
-            return default
-        if not given.isdigit():
-            raise self.deny(400, f"{name} must be a non-negative integer")
-        return int(given)
+        try:
+            return non_negative(request.query_params.get(name), name, default)
+        except BadParam as exc:
+            raise self.deny(400, str(exc)) from None

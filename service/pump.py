@@ -14,12 +14,12 @@ On a Redis Cluster the round and the wait go per slot (service/wire.py); the loo
 
 Errors: any connection error, and any unexpected error in a round, makes every owner of the
 pump start over (`PartitionOwner.lost_connection`: a new epoch, its fold reloaded, its pending
-entries drained), the idle ones too. A busy owner cannot know what of its request was applied; an idle one may
-remember more than Redis holds when the connection broke because Redis restarted and lost
-acknowledged writes (AOF `everysec` behind a slow fsync), or a replica that had not received
-them took over: its position would then wait past entries that are back in the log, and its
-fold would drop them as already applied. (A server cannot restart or fail over without breaking
-the connections to it, so the error is always seen.)
+entries drained), the idle ones too. A busy owner cannot know what of its request was applied;
+an idle one may remember more than Redis holds when the connection broke because Redis restarted
+and lost acknowledged writes (AOF `everysec` behind a slow fsync), or a replica that had not
+received them took over: its position would then wait past entries that are back in the log, and
+its fold would drop them as already applied. (A server cannot restart or fail over without
+breaking the connections to it, so the error is always seen.)
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import hmac
 import os
@@ -58,13 +59,14 @@ def verify(secret: bytes, token: str, now: float) -> Grant:
     """The grant of `token` at Unix time `now`; raises `TokenError` if it is malformed, forged or
     expired."""
     parts = token.split(".")
-    if len(parts) != 4 or parts[0] != VERSION:
+    # Tokens are ASCII by construction; anything else is refused before it is compared or parsed.
+    if not token.isascii() or len(parts) != 4 or parts[0] != VERSION:
         raise TokenError("malformed token")
     _, scope, expires_text, signature = parts
     body = token.rpartition(".")[0]
     if not hmac.compare_digest(signature, _sign(secret, body)):
         raise TokenError("bad signature")
-    if not expires_text.isdigit():
+    if not expires_text.isdigit() or len(expires_text) > 12:
         raise TokenError("malformed token")
     expires = int(expires_text)
     if now >= expires:
@@ -88,15 +90,30 @@ def local_secret(env: dict[str, str] | os._Environ[str], path: Path = SECRET_FIL
             raise TokenError(f"{SECRET_VAR} must be at least {MIN_SECRET_BYTES} bytes")
         return given.encode()
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another process of the deployment made it first
-            pass
-        else:
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_urlsafe(32))
-    return path.read_text().strip().encode()
+        _create_secret(path)
+    secret = path.read_text().strip().encode()
+    if len(secret) < MIN_SECRET_BYTES:
+        raise TokenError(f"{path} must hold at least {MIN_SECRET_BYTES} bytes of secret")
+    return secret
+
+
+def _create_secret(path: Path) -> None:
+    """Write a new secret to `path` unless another process did first. The secret is written whole
+    to a file of its own and then linked into place, so no process ever reads `path` half written
+    (with O_EXCL on `path` itself, a process that lost the race read an empty key and accepted
+    tokens signed with it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(secrets.token_urlsafe(32))
+            out.flush()
+            os.fsync(out.fileno())
+        with contextlib.suppress(FileExistsError):  # another process linked its own first
+            os.link(staging, path)
+    finally:
+        staging.unlink(missing_ok=True)
 
 
 def _sign(secret: bytes, body: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -67,3 +69,39 @@ def test_the_local_secret_is_made_once_private_and_kept(tmp_path: Path) -> None:
     assert local_secret({"TERMINUS_TOKEN_SECRET": "x" * 20}, path) == b"x" * 20
     with pytest.raises(TokenError, match="at least"):
         local_secret({"TERMINUS_TOKEN_SECRET": "short"}, path)
+
+
+@given(st.text(max_size=120))
+def test_any_string_is_refused_or_granted_never_raised_otherwise(text: str) -> None:
+    token = mint(SECRET, "s-1", NOW + 60)
+    for candidate in (text, token[:-3] + text, token.rpartition(".")[0] + "." + text):
+        with contextlib.suppress(TokenError):
+            verify(SECRET, candidate, NOW)
+
+
+def test_a_non_ascii_signature_is_malformed_not_a_crash() -> None:
+    token = mint(SECRET, "s-1", NOW + 60)
+    with pytest.raises(TokenError, match="malformed"):
+        verify(SECRET, token[:-1] + "é", NOW)
+
+
+def test_a_secret_file_shorter_than_the_minimum_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "token-secret"
+    path.write_text("")
+    with pytest.raises(TokenError, match="at least"):
+        local_secret({}, path)
+
+
+def _start(path: str) -> bytes:
+    return local_secret({}, Path(path))
+
+
+def test_concurrent_first_starts_all_read_the_one_whole_secret(tmp_path: Path) -> None:
+    """200 processes race to create the secret: every one reads the same full key (187 of 200 read
+    an empty one when the file was created in place)."""
+    path = tmp_path / "var" / "token-secret"
+    with multiprocessing.get_context("fork").Pool(16) as pool:
+        secrets = pool.map(_start, [str(path)] * 200)
+    assert len(set(secrets)) == 1
+    assert len(secrets[0]) >= 32
+    assert sorted(p.name for p in path.parent.iterdir()) == ["token-secret"]
