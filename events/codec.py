@@ -92,6 +92,10 @@ def decode_event(raw: bytes | str, fmt: Format = "json", schema: Schema = DEFAUL
         return _other_version(raw, fmt, schema, _validation_error(exc))
     except msgspec.DecodeError as exc:
         raise EventDecodeError(f"malformed {fmt}: {exc}", "$") from None
+    except (UnicodeDecodeError, RecursionError) as exc:
+        # What msgspec raises for bytes that are not UTF-8 inside a string, and for nesting past
+        # the recursion limit: malformed input like any other, never an escape from the codec.
+        raise EventDecodeError(f"malformed {fmt}: {type(exc).__name__}: {exc}", "$") from None
     if event.v != schema.current:
         return _other_version(raw, fmt, schema, None)
     return event
@@ -104,7 +108,7 @@ def _other_version(
     be a newer version's, and must then be refused for its version, not its fields)."""
     try:
         doc = _json_any.decode(raw) if fmt == "json" else _msgpack_any.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
         doc = None
     if not isinstance(doc, dict):
         assert typed_error is not None  # the typed decoder accepted it, so it is an object

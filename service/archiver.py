@@ -161,7 +161,9 @@ class Archiver:
 
     async def _segment(self, keys: Keys, entries: list[Entry]) -> Segment | None:
         """The segment the scanned entries allow: up to the first entry of an open turn."""
-        decoded = decode_entries(entries, max_deliveries=1 << 30)
+        decoded = decode_entries(
+            entries, max_deliveries=1 << 30, max_bytes=self.settings.max_event_bytes
+        )
         turn_of = [d.event.turn_id if d.event is not None else None for d in decoded]
         wanted = sorted({t for t in turn_of if t is not None})
         raws = await mget_all(self.redis, [keys.turn(t) for t in wanted])

@@ -11,14 +11,16 @@ must hold an event in field `e`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import msgspec
 
-from events.codec import CodecError, decode_event, sniff_format
+from events.codec import MAX_EVENT_BYTES, CodecError, decode_event, sniff_format
 from events.inbound import InboundEvent
 from service.archive_records import RELEASE_FIELD, Release, decode_release
 from service.commit import FIELD
+
+KEPT_BYTES: Final = 1024  # of an oversized entry, in its dead letter
 
 
 class Entry(NamedTuple):
@@ -55,13 +57,19 @@ def pairs(flat: list[bytes]) -> dict[bytes, bytes]:
 
 
 def decode_entries(
-    entries: Iterable[Entry], max_deliveries: int, forced: Mapping[str, str] | None = None
+    entries: Iterable[Entry],
+    max_deliveries: int,
+    forced: Mapping[str, str] | None = None,
+    max_bytes: int = MAX_EVENT_BYTES,
 ) -> list[Decoded]:
-    """Decode every entry; `forced` maps entry ids to dead-letter reasons decided earlier."""
-    return [_decode(entry, max_deliveries, forced or {}) for entry in entries]
+    """Decode every entry; `forced` maps entry ids to dead-letter reasons decided earlier; an
+    event larger than `max_bytes` is dead-lettered unread, with its first KiB and its size."""
+    return [_decode(entry, max_deliveries, forced or {}, max_bytes) for entry in entries]
 
 
-def _decode(entry: Entry, max_deliveries: int, forced: Mapping[str, str]) -> Decoded:
+def _decode(
+    entry: Entry, max_deliveries: int, forced: Mapping[str, str], max_bytes: int
+) -> Decoded:
     if entry.fields is None:
         return Decoded(entry)  # deleted while pending: nothing to apply, only to ack
     raw = entry.fields.get(FIELD)
@@ -75,6 +83,10 @@ def _decode(entry: Entry, max_deliveries: int, forced: Mapping[str, str]) -> Dec
         return Decoded(entry, problem=reason, raw=raw or released or b"")
     if raw is None:
         return _release(entry, released or b"")
+    if len(raw) > max_bytes:
+        reason = (f"entry of {len(raw)} bytes exceeds the limit of {max_bytes} bytes "
+                  f"(the dead letter keeps its first {KEPT_BYTES})")  # fmt: skip
+        return Decoded(entry, problem=reason, raw=raw[:KEPT_BYTES])
     try:
         return Decoded(entry, event=decode_event(raw, sniff_format(raw)), raw=raw)
     except CodecError as exc:

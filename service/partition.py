@@ -178,7 +178,8 @@ class PartitionOwner:
         return None if reply == 0 else [text(i) for i in reply[0]]
 
     def decode(self, entries: Sequence[Entry]) -> list[Decoded]:
-        return decode_entries(entries, self.settings.max_deliveries)
+        settings = self.settings
+        return decode_entries(entries, settings.max_deliveries, max_bytes=settings.max_event_bytes)
 
     def fold_batch(self, decoded: list[Decoded]) -> None:
         """Fold decoded entries (their turns loaded) into the batch to commit next."""

@@ -25,7 +25,7 @@ import msgspec
 from redis.asyncio import Redis
 
 from events.adapters import CONTRACTS, AttemptContext, ProviderAdapter, make_adapter
-from events.codec import Format, encode_event
+from events.codec import MAX_EVENT_BYTES, EventTooLarge, Format, encode_event
 from events.inbound import (
     AttemptStarted,
     Event,
@@ -34,6 +34,7 @@ from events.inbound import (
     StreamClosed,
     TextDelta,
     TurnStarted,
+    type_of,
 )
 from service.connect import execute
 from service.keys import DEFAULT_PREFIX, Keys, partition_of
@@ -68,23 +69,33 @@ class Producer:
         prefix: str = DEFAULT_PREFIX,
         fmt: Format = "json",
         coalesce_ms: int = 0,
+        max_event_bytes: int = MAX_EVENT_BYTES,
     ) -> None:
         self.redis = redis
         self.partitions = partitions
         self.prefix = prefix
         self.fmt: Format = fmt
         self.coalesce_ms = coalesce_ms
+        self.max_event_bytes = max_event_bytes
 
     def inbound_key(self, session_id: str) -> str:
         return Keys(partition_of(session_id, self.partitions), self.prefix).inbound
 
     async def publish(self, events: Iterable[InboundEvent]) -> list[bytes]:
-        """XADD every event in one pipeline round trip; returns the entry ids in order."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for event in events:
-                pipe.xadd(
-                    self.inbound_key(event.session_id), {FIELD: encode_event(event, self.fmt)}
+        """XADD every event in one pipeline round trip; returns the entry ids in order. Raises
+        `EventTooLarge`, publishing none of them, if one encodes to more than `max_event_bytes`
+        (the workers would dead-letter it: deployments set the same `TERMINUS_MAX_EVENT_BYTES`)."""
+        encoded = [(event, encode_event(event, self.fmt)) for event in events]
+        for event, raw in encoded:
+            if len(raw) > self.max_event_bytes:
+                raise EventTooLarge(
+                    f"{type_of(event)} of turn {event.turn_id!r} encodes to {len(raw)} bytes, "
+                    f"over the limit of {self.max_event_bytes}",
+                    "$",
                 )
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for event, raw in encoded:
+                pipe.xadd(self.inbound_key(event.session_id), {FIELD: raw})
             ids: list[bytes] = await execute(pipe)
         return ids
 

@@ -147,7 +147,9 @@ async def _rebuild_partition(source: _Source, target: str, folded: Callable[[int
     lease = lease_value(REPLAYER, epoch)
     forced = await _forced_dead(redis, live)
     async for entries in source.pages(settings.batch_size):
-        decoded = decode_entries(entries, settings.max_deliveries, forced)
+        decoded = decode_entries(
+            entries, settings.max_deliveries, forced, max_bytes=settings.max_event_bytes
+        )
         await load_turns(redis, fold, fold.missing(decoded))
         batch, _ = fold.apply(decoded)
         batch.acks.clear()  # nothing to ack: the log is read with XRANGE, not the group

@@ -11,6 +11,7 @@
 | `TERMINUS_STALL_TIMEOUT_MS` | 60000 | silence after which an attempt is stalled |
 | `TERMINUS_TOOL_TIMEOUT_MS` | 600000 | silence while tools run before the turn is given up |
 | `TERMINUS_MAX_DELIVERIES` | 5 | deliveries before an entry is dead-lettered |
+| `TERMINUS_MAX_EVENT_BYTES` | 1048576 | largest inbound event (larger: dead-lettered, first KiB) |
 | `TERMINUS_MAX_ATTEMPTS` | 3 | attempts per step |
 | `TERMINUS_RETRY_CAPS` | empty | per-cause caps, `rate_limit=5,missing_terminal=2` |
 | `TERMINUS_WAIT_BUDGET_MS` | 300000 | total retry wait per turn |
@@ -31,6 +32,7 @@ from typing import Literal
 
 import msgspec
 
+from events.codec import MAX_EVENT_BYTES
 from service.keys import DEFAULT_PREFIX
 from statemachines.config import CoreConfig
 from statemachines.retry_policy import RetryPolicy
@@ -53,6 +55,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     stall_timeout_ms: int = 60_000
     tool_timeout_ms: int = 600_000
     max_deliveries: int = 5
+    max_event_bytes: int = MAX_EVENT_BYTES
     max_attempts: int = 3
     retry_caps: dict[str, int] = msgspec.field(default_factory=dict)
     wait_budget_ms: int = 300_000
@@ -84,6 +87,7 @@ _INTS = {
     "TERMINUS_STALL_TIMEOUT_MS": "stall_timeout_ms",
     "TERMINUS_TOOL_TIMEOUT_MS": "tool_timeout_ms",
     "TERMINUS_MAX_DELIVERIES": "max_deliveries",
+    "TERMINUS_MAX_EVENT_BYTES": "max_event_bytes",
     "TERMINUS_MAX_ATTEMPTS": "max_attempts",
     "TERMINUS_WAIT_BUDGET_MS": "wait_budget_ms",
     "TERMINUS_SESSION_MAXLEN": "session_maxlen",

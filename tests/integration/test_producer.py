@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from events.codec import decode_event
+from events.codec import EventTooLarge, decode_event
 from events.inbound import InboundEvent, TextDelta
 from service.keys import Keys, partition_of
 from service.producer import FIELD, Producer
@@ -98,3 +98,14 @@ def test_text_delta_is_the_coalescing_unit() -> None:
     b = TextDelta(session_id="s", turn_id="t", seq=-1, part_id="p", delta="b")
     c = TextDelta(session_id="s", turn_id="t", seq=-1, part_id="q", delta="c")
     assert [e.delta for e in coalesce([a, b, c]) if isinstance(e, TextDelta)] == ["ab", "c"]
+
+
+async def test_an_event_over_the_limit_is_refused_and_nothing_of_its_batch_published(
+    redis: Redis, prefix: str
+) -> None:
+    producer = Producer(redis, partitions=4, prefix=prefix, max_event_bytes=2_000)
+    small = TextDelta(session_id="big", turn_id="t", seq=3, part_id="p", delta="x")
+    large = TextDelta(session_id="big", turn_id="t", seq=4, part_id="p", delta="x" * 3_000)
+    with pytest.raises(EventTooLarge, match="over the limit of 2000"):
+        await producer.publish([small, large])
+    assert await redis.xlen(producer.inbound_key("big")) == 0

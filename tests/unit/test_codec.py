@@ -514,3 +514,22 @@ def test_everything_a_fold_produces_roundtrips() -> None:
     for event in s.events:
         assert decode_event(encode_event(event)) == event
         assert decode_event(encode_event(event, "msgpack"), "msgpack") == event
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"type":"text-delta","session_id":"s\xff","turn_id":"t","seq":1,"part_id":"p","delta":"x"}',
+        b'{"type":"text-end","session_id":"s","turn_id":"t","seq":1,"part_id":"p","x":'
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}",
+        b'{"type":"turn-started","session_id":"s","turn_id":"t","seq":0,"max_attempts":1'
+        + b"0" * 30
+        + b"}",
+    ],
+    ids=["not-utf8", "deep-nesting", "integer-out-of-range"],
+)
+def test_hostile_bytes_are_a_codec_error_and_nothing_else(raw: bytes) -> None:
+    with pytest.raises(CodecError):
+        decode_event(raw)
