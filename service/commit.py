@@ -28,6 +28,7 @@ from typing import Final
 
 import msgspec
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from events.codec import encode_json, encode_msgpack
 from events.outbound import SessionUpdate
@@ -234,10 +235,21 @@ def _packable(value: Value) -> Value | msgspec.Raw:
 _SHORT_HEADERS: Final = [bytes((0xA0 | n,)) if n < 32 else bytes((0xD9, n)) for n in range(256)]
 
 
-async def commit_ids(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -> list[str] | None:
-    """Commit `batch` atomically: the new session-frame ids in order, None if the lease is lost."""
-    names, args = encode(batch, keys, lease_value)
+class CommitAlreadyApplied(RedisConnectionError):
+    """commit.lua refused a batch it had already applied: a request re-sent by the client
+    library. The caller cannot know what its memory matches, so it starts over as after a broken
+    connection (hence the base class: every handler of a lost connection handles this too)."""
+
+
+async def commit_ids(
+    redis: Redis, keys: Keys, lease_value: str, batch: Batch, consumer: str = ""
+) -> list[str] | None:
+    """Commit `batch` atomically: the new session-frame ids in order, None if the lease is lost;
+    with `consumer`, `CommitAlreadyApplied` if the batch was committed already."""
+    names, args = encode(batch, keys, lease_value, consumer)
     result = await script(redis, "commit")(keys=names, args=args)
+    if result == -1:
+        raise CommitAlreadyApplied(f"partition {keys.partition}: the batch was committed already")
     if not isinstance(result, list):
         return None
     return [i.decode() if isinstance(i, bytes) else str(i) for i in result[0]]

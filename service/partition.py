@@ -31,7 +31,7 @@ from service.applier import (
     pairs,
     read_entries,
 )
-from service.commit import Batch, LeaseLost, Value, commit_ids, encode
+from service.commit import Batch, CommitAlreadyApplied, LeaseLost, Value, commit_ids, encode
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
 from service.logs import log_notes
@@ -170,11 +170,13 @@ class PartitionOwner:
     async def _commit(self, batch: Batch) -> list[str] | None:
         """Commit `batch` alone; with `commit_wait_replicas`, then WAIT as the pump does."""
         if not self.settings.commit_wait_replicas:
-            return await commit_ids(self.redis, self.keys, self.lease, batch)
+            return await commit_ids(self.redis, self.keys, self.lease, batch, self.consumer)
         names, args = encode(batch, self.keys, self.lease, self.consumer, 0)
         [reply], _ = await Wire(self.redis, self.settings).send([("commit", names, args)], {})
         if isinstance(reply, Exception):
             raise reply
+        if reply == -1:
+            raise CommitAlreadyApplied(f"partition {self.partition}: committed already")
         return None if reply == 0 else [text(i) for i in reply[0]]
 
     def decode(self, entries: Sequence[Entry]) -> list[Decoded]:
@@ -199,6 +201,8 @@ class PartitionOwner:
         if reply == 0:
             self.fold.forget()
             raise LeaseLost(self.partition, self.lease)
+        if reply == -1:
+            raise CommitAlreadyApplied(f"partition {self.partition}: committed already")
         if self.batch is not None:
             self.metrics.observe_commit(seconds)
             self.committed()

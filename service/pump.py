@@ -34,7 +34,7 @@ from typing import Any, Final
 from redis.asyncio import Redis
 
 from service.applier import Decoded, Entry
-from service.commit import LeaseLost
+from service.commit import CommitAlreadyApplied, LeaseLost
 from service.partition import PartitionOwner
 from service.replies import StreamReply
 from service.settings import Settings
@@ -172,6 +172,9 @@ class Pump:
                     entries = owner.stepped(reply, seconds)
                 except LeaseLost as exc:
                     self._end(owner, exc)
+                    continue
+                except CommitAlreadyApplied as exc:  # a re-sent commit: this owner starts over
+                    owner.lost_connection(exc)
                     continue
                 if entries:
                     read.append((owner, entries))

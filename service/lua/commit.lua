@@ -37,7 +37,8 @@ One array instead of thousands of ARGV values: the client packs it in C (msgspec
 script unpacks it in C (cmsgpack); numbers travel as strings, byte strings as msgpack str.
 
 Returns 0 when the lease does not hold ARGV[1] (nothing written, nothing acked, nothing read);
-otherwise {ids of the F ops in order, then the read's ids, payloads and tail (next_entries)}.
+-1 when the batch was already committed (none of its entries is still pending for ARGV[3]: a
+re-sent commit; nothing written, nothing read); otherwise {ids of the F ops in order, then the read's ids, payloads and tail (next_entries)}.
 Redis does not roll a script back when a command fails halfway, so every op and key type is
 checked before the first write, and so is every field an I op increments: HINCRBY fails on a
 field that holds no integer. A key takes either H or I ops, never both, so no H of the same
@@ -200,6 +201,16 @@ local ids = {}
 if ARGV[5] ~= '' then
   local batch = cmsgpack.unpack(ARGV[5])
   local acks, ops = batch[1], batch[2]
+  -- Race closed: a client library's own retry re-sending a commit this script already applied
+  -- (redis-py's cluster client re-sends every command still without a reply after one node of a
+  -- pipeline fails). The same epoch passes the lease check, so the batch's entries decide: once
+  -- applied, none of them is pending for this consumer any more. Write nothing, answer -1.
+  if #acks > 0 and ARGV[3] ~= '' then
+    local pending = redis.call('XPENDING', KEYS[2], ARGV[2], acks[1], acks[#acks], 1, ARGV[3])
+    if #pending == 0 then
+      return -1
+    end
+  end
   local bad = problem(ops)
   if bad then
     return redis.error_reply('terminus commit: ' .. bad)
