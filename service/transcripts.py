@@ -89,13 +89,11 @@ def read_tool_outcomes(path: Path, ctx: AttemptContext, first_seq: int) -> list[
     first = next(lines, None)
     if first is None or not _is_tool_outcome(first[0]):
         return None
-    identity = (ctx.session_id, ctx.turn_id, ctx.step, ctx.attempt)
     located: list[Located] = []
     for seq, (doc, number) in enumerate(chain([first], lines), start=first_seq):
         if not _is_tool_outcome(doc):
             raise TranscriptError(f"{path}:{number}: a tool results file holds only tool results")
-        doc.update(zip(_IDENTITY, (*identity, seq), strict=True))
-        located.append((_convert(path, doc, number), number))
+        located.append(_stamped(path, doc, number, ctx, seq))
     return located
 
 
@@ -201,18 +199,18 @@ def _normalized(path: Path, text: str, ctx: AttemptContext, first_seq: int) -> l
     """Normalized events, restamped with the attempt's identity and contiguous seqs."""
     located: list[Located] = []
     seq = first_seq + 1
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        doc = _decode_json(path, line, number)
-        if not isinstance(doc, dict):
-            raise TranscriptError(f"{path}:{number}: an event must be a JSON object")
+    for doc, number in _objects(path, text):
         leading_start = not located and doc.get("type") == "attempt-started"
-        identity = (ctx.session_id, ctx.turn_id, ctx.step, ctx.attempt)
-        doc.update(zip(_IDENTITY, (*identity, first_seq if leading_start else seq), strict=True))
-        located.append((_convert(path, doc, number), number))
+        located.append(_stamped(path, doc, number, ctx, first_seq if leading_start else seq))
         seq += 0 if leading_start else 1
     return located
+
+
+def _stamped(path: Path, doc: dict[str, Any], line: int, ctx: AttemptContext, seq: int) -> Located:
+    """The event of `doc` with the attempt's identity and `seq`."""
+    identity = (ctx.session_id, ctx.turn_id, ctx.step, ctx.attempt, seq)
+    doc.update(zip(_IDENTITY, identity, strict=True))
+    return _convert(path, doc, line), line
 
 
 def _convert(path: Path, doc: dict[str, Any], line: int) -> InboundEvent:

@@ -1,5 +1,5 @@
-"""The gateway (any ASGI app) served for a test: uvicorn on a free loopback port, in the test's
-own event loop, so the test, a worker and the server share one process."""
+"""What a test runs beside itself, in its own event loop: the gateway (any ASGI app) on uvicorn on a
+free loopback port, and a worker, so the test, a worker and the server share one process."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import uvicorn
+from redis.asyncio import Redis
 from starlette.types import ASGIApp
 
 from service.embedded import free_port
+from service.settings import Settings
+from service.worker import Worker
 
 
 @contextlib.asynccontextmanager
@@ -32,3 +35,15 @@ async def serving(app: ASGIApp) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await served
+
+
+@contextlib.asynccontextmanager
+async def running_worker(redis: Redis, settings: Settings) -> AsyncIterator[Worker]:
+    """One in-process worker on `settings`, stopped when the block ends."""
+    worker = Worker(redis, settings)
+    task = asyncio.create_task(worker.run())
+    try:
+        yield worker
+    finally:
+        await worker.stop()
+        await task

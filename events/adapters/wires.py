@@ -70,8 +70,8 @@ class SseWire:
     def finish(self) -> list[Item]:
         if self._broken:
             return []
-        tail = self._decoder.decode(b"", final=False)
-        frames = self._sse.feed(tail) + self._sse.finish()
+        frames = self._sse.finish()
+        # Bytes of a character the stream never finished are a cut too.
         self.cut = self._sse.cut or bool(self._decoder.getstate()[0])
         return list(frames)
 

@@ -18,6 +18,7 @@ from typing import Any, Final, cast
 import pytest
 from malformed import Junk, check_junk, deep_nesting, huge_integer, not_utf8
 from redis.asyncio import Redis
+from serving import running_worker
 
 from events.codec import decode_message
 from events.inbound import (
@@ -33,7 +34,6 @@ from service.keys import keys_for_session
 from service.producer import Producer
 from service.replies import StreamEntry
 from service.settings import Settings
-from service.worker import Worker
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
@@ -42,14 +42,8 @@ PARTITIONS: Final = 4
 
 @pytest.fixture
 async def worker(redis: Redis, prefix: str) -> AsyncIterator[None]:
-    settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)
-    running = Worker(redis, settings)
-    task = asyncio.create_task(running.run())
-    try:
+    async with running_worker(redis, Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)):
         yield
-    finally:
-        await running.stop()
-        await task
 
 
 async def publish_around(

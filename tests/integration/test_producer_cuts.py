@@ -10,12 +10,12 @@ from typing import Final
 
 import pytest
 from redis.asyncio import Redis
+from serving import running_worker
 
 from events.outbound import AgentMessageChunk, AttemptDiscarded, Retrying, TurnFinished
 from service.producer import Producer
 from service.settings import Settings
 from service.subscriber import RedisSource, Update, subscribe
-from service.worker import Worker
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
@@ -32,13 +32,8 @@ async def producer(redis: Redis, prefix: str) -> AsyncIterator[Producer]:
     settings = Settings(
         prefix=prefix, partitions=PARTITIONS, block_ms=100, stall_timeout_ms=STALL_MS
     )
-    worker = Worker(redis, settings)
-    working = asyncio.create_task(worker.run())
-    try:
+    async with running_worker(redis, settings):
         yield Producer(redis, partitions=PARTITIONS, prefix=prefix)
-    finally:
-        await worker.stop()
-        await working
 
 
 def mid_line_cut(raw: bytes) -> bytes:

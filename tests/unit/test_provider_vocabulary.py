@@ -162,3 +162,14 @@ def test_error_kinds_are_matched_whatever_the_case() -> None:
         for key, value in table.items():
             assert error_kinds.kind_type(key[0].lower() + key[1:]) == value
             assert error_kinds.kind_type(key.upper()) == value
+
+
+def test_no_value_means_two_things_across_the_error_tables() -> None:
+    tables = (error_kinds.ANTHROPIC_ERROR_TYPES, error_kinds.OPENAI_ERROR_CODES,
+              error_kinds.TRANSIENT_CODES, error_kinds.GEMINI_STATUSES,
+              error_kinds.BEDROCK_EXCEPTIONS)  # fmt: skip
+    meanings: dict[str, set[str]] = {}
+    for table in tables:
+        for key, value in table.items():
+            meanings.setdefault(key.lower(), set()).add(value)
+    assert {key: found for key, found in meanings.items() if len(found) > 1} == {}
