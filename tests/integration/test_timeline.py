@@ -54,17 +54,24 @@ async def retried_turn(producer: Producer, session: str, turn_id: str) -> None:
     turn = producer.turn(session, turn_id)
     await turn.start()
     await text_attempt(turn, 1, ["lost ", "words"], proof=False)
+    # As a real producer does, attempt 2 starts once the retry is scheduled: started before, its
+    # entries could be older than the `retrying` frame by a millisecond, out of the story's order.
+    await reached(producer.redis, producer.prefix, session, turn_id, TurnState.RETRYING)
     await text_attempt(turn, 2, ["kept ", "words ", "here"], proof=True)
 
 
-async def settled(redis: Redis, prefix: str, session: str, turn_id: str) -> None:
+async def reached(redis: Redis, prefix: str, session: str, turn_id: str, state: TurnState) -> None:
     deadline = time.monotonic() + 20
     while True:
         found = await timeline(redis, session, turn_id, PARTITIONS, prefix)
-        if found is not None and found.turn.state is TurnState.FINISHED:
+        if found is not None and found.turn.state is state:
             return
-        assert time.monotonic() < deadline, "the turn did not finish"
-        await asyncio.sleep(0.05)
+        assert time.monotonic() < deadline, f"the turn never reached {state}"
+        await asyncio.sleep(0.02)
+
+
+async def settled(redis: Redis, prefix: str, session: str, turn_id: str) -> None:
+    await reached(redis, prefix, session, turn_id, TurnState.FINISHED)
 
 
 async def test_a_retried_turn_shows_every_state_change_the_discard_and_the_retry(
