@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError
 
 from service import embedded
@@ -39,14 +41,29 @@ def client_options(settings: Settings) -> dict[str, Any]:
     }
 
 
+def no_resends() -> Retry:
+    """The worker's retry policy: the client library never re-sends a command by itself.
+
+    A command whose reply was lost may have run. redis-py's default re-sends it (up to 3 times on
+    one Redis, 10 on a cluster, where one failed node also closes the whole client and re-sends
+    what other nodes had already answered). A commit is fenced against a repeat (commit.lua's
+    pending check), but the pump owns recovery: on a connection error every owner starts over
+    from what Redis holds, and on a cluster the pump re-reads the slot map itself
+    (`refresh_slots`), because with no retries redis-py's pipeline never does.
+    """
+    return Retry(NoBackoff(), 0)
+
+
 def make_broker(settings: Settings, client_name: str = "terminus-worker") -> RedisBroker:
-    """The FastStream broker of a worker or gateway process, on one Redis or a cluster."""
+    """The FastStream broker of a worker or gateway process, on one Redis or a cluster; its
+    client never re-sends a command by itself (see `no_resends`)."""
     from faststream.redis import RedisBroker, RedisClusterBroker  # not for the producer SDK
 
     kind = RedisClusterBroker if settings.redis_cluster else RedisBroker
     return kind(
         settings.redis_url or embedded.LOCAL_URL,
         client_name=client_name,
+        retry=no_resends(),
         **client_options(settings),
         description="terminus: trustworthy LLM turns on Redis Streams",
         logger=log,
@@ -65,6 +82,20 @@ def client(settings: Settings, **options: Any) -> Redis:
     """A client for `settings` (REDIS_URL, else the local default)."""
     url = settings.redis_url or embedded.LOCAL_URL
     return connect(url, cluster=settings.redis_cluster, **options)
+
+
+async def refresh_slots(redis: Redis) -> bool:
+    """Re-read a cluster's slot map (CLUSTER SLOTS from any reachable node), keeping the
+    connection pools of nodes that stay. Whether it worked; on one Redis there is nothing to
+    refresh. A failed refresh (no node answers yet) is left to the next connection error."""
+    if not isinstance(redis, RedisCluster):
+        return True
+    try:
+        await redis.nodes_manager.initialize()
+    except Exception as exc:  # RedisClusterException, or a connection error of the last node
+        log.debug("slot map refresh failed: %s", exc)
+        return False
+    return True
 
 
 def is_cluster(redis: Redis) -> bool:

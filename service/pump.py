@@ -257,6 +257,7 @@ class Pump:
         """Every owner starts over (see the module's docstring), after a pause."""
         for owner in self.owners.values():
             owner.lost_connection(exc)
+        await self.wire.recover(exc)
         await self._pause()
 
     async def _pause(self) -> None:

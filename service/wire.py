@@ -29,7 +29,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from service.commit import Value
-from service.connect import execute, is_cluster
+from service.connect import execute, is_cluster, refresh_slots
 from service.replies import StreamReply, mget, xread
 from service.scripts import sha, source
 from service.settings import Settings
@@ -151,6 +151,14 @@ class Wire:
         if errors:
             raise errors[0]
         return woken
+
+    async def recover(self, error: BaseException) -> None:
+        """After a lost connection on a cluster, re-read the slot map before the next round: the
+        client does not retry (connect.no_resends), so nothing else would, and every round
+        would go to a dead primary again. Until its replica is promoted the map is unchanged,
+        and the next failed round asks again."""
+        if self.cluster and isinstance(error, TRANSIENT):
+            await refresh_slots(self.redis)
 
     async def close(self) -> None:
         """Cancel the waits still in flight."""

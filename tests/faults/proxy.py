@@ -3,7 +3,9 @@
 `blackhole(seconds)` silences every connection, old or new (new ones are accepted, as a kernel
 would, but stay silent). `hold_next(marker, seconds)` silences only the connection on which the
 client next sends bytes containing `marker`, as a network that delays one request past the
-client's timeout. Silenced, a connection reads and writes nothing in either direction: bytes
+client's timeout. `lose_next_reply(marker)` passes the request carrying `marker` on to Redis and
+drops the connection when the reply comes back, as a network cut after Redis ran a command and
+before its reply arrived. Silenced, a connection reads and writes nothing in either direction: bytes
 wait in buffers as on a partitioned network, and reach their peer once it heals.
 """
 
@@ -16,10 +18,11 @@ from typing import Self
 
 
 class _Link:
-    """One proxied connection and whether bytes may flow on it."""
+    """One proxied connection, whether bytes may flow on it, and whether its next reply is lost."""
 
     def __init__(self, flowing: bool) -> None:
         self.flowing = asyncio.Event()
+        self.lose_reply = False
         if flowing:
             self.flowing.set()
 
@@ -35,6 +38,8 @@ class BlackholeProxy:
         self._caught: _Link | None = None
         self._silent = False
         self._marker: bytes | None = None
+        self._lose_marker: bytes | None = None
+        self.lost = asyncio.Event()  # `lose_next_reply` dropped its connection
         self._hold_s = 0.0
         self._links: set[_Link] = set()
         self._server: asyncio.Server | None = None
@@ -78,7 +83,13 @@ class BlackholeProxy:
         """Silence, for `seconds`, the connection that next carries `marker` to Redis."""
         self._marker, self._hold_s = marker, seconds
 
+    def lose_next_reply(self, marker: bytes) -> None:
+        """Let the next request carrying `marker` reach Redis; drop its connection on the reply."""
+        self._lose_marker = marker
+
     def _catch(self, link: _Link, data: bytes) -> None:
+        if self._lose_marker is not None and self._lose_marker in data:
+            self._lose_marker, link.lose_reply = None, True
         if self._marker is None or self._marker not in data:
             return
         self._marker, self._caught = None, link
@@ -125,6 +136,9 @@ class BlackholeProxy:
                     break
                 if to_redis:
                     self._catch(link, data)
+                elif link.lose_reply:
+                    self.lost.set()
+                    break  # the reply goes nowhere; `finally` closes both ends
                 await link.flowing.wait()  # read just before the silence began: hold it too
                 writer.write(data)
                 await writer.drain()
