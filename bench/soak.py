@@ -31,7 +31,7 @@ import msgspec
 from redis.asyncio import Redis
 
 from bench.e2e_procs import raise_on_sigterm
-from bench.soak_chaos import KINDS, Chaos
+from bench.soak_chaos import CLUSTER_KINDS, KINDS, Chaos
 from bench.soak_check import FrameReader
 from bench.soak_faultkit import harness, load
 from bench.soak_load import Load, LoadShape
@@ -111,7 +111,7 @@ class Run:
         await self.reader.count_late_extra()
         workers = self.rig.report()  # before the stop, whose kills are not the soak's faults
         await self.rig.stop_workers()
-        env = self.rig.pool.env | {"REDIS_URL": self.rig.server.url}
+        env = self.rig.pool.env | {"REDIS_URL": self.rig.url}
         outcome = Outcome(
             config=config_of(self.args, self.rig),
             loaded_s=loaded_s,
@@ -155,7 +155,10 @@ class Run:
 
 def config_of(args: argparse.Namespace, rig: Rig) -> dict[str, Any]:
     """The run's settings, as the report records them."""
-    names = ("duration", "sessions", "turns", "deltas", "chunk_ms", "fault_every", "faults", "seed")
+    names = (
+        "duration", "sessions", "turns", "deltas", "chunk_ms", "fault_every", "faults", "seed",
+        "cluster",
+    )  # fmt: skip
     return {name: getattr(args, name) for name in names} | {
         "workers": rig.config.workers,
         "partitions": rig.config.partitions,
@@ -169,10 +172,10 @@ async def soak(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """Start the rig in `tmp`, run the soak, stop everything; returns the report."""
     config = RigConfig(
         workers=args.workers, partitions=args.partitions, lease_ttl_ms=args.lease_ttl_ms,
-        retain_ms=args.retain_ms, archive_dir=args.archive_dir,
+        retain_ms=args.retain_ms, archive_dir=args.archive_dir, cluster=args.cluster,
     )  # fmt: skip
     async with Rig(tmp, config) as rig:
-        redis = Redis.from_url(rig.server.url, socket_timeout=15, socket_connect_timeout=5)
+        redis = rig.client()
         try:
             return await Run(args, rig, redis)()
         finally:
@@ -193,7 +196,15 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--chunk-ms", type=float, default=shape.chunk_ms, help="mean pause between chunks"
     )
     p.add_argument("--fault-every", type=float, default=12.0, help="mean seconds between faults")
-    p.add_argument("--faults", type=_kinds, default=KINDS, help="kinds, comma-separated")
+    p.add_argument(
+        "--faults",
+        type=_kinds,
+        default=None,
+        help="kinds, comma-separated (default: all of the mode)",
+    )
+    p.add_argument(
+        "--cluster", action="store_true", help="on a private Redis Cluster (3 primaries + replicas)"
+    )
     p.add_argument("--workers", type=int, default=rig.workers, help="worker processes")
     p.add_argument("--partitions", type=int, default=rig.partitions, help="partitions P")
     p.add_argument(
@@ -212,14 +223,20 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--keep", type=Path, default=None, help="keep Redis data, logs in new DIR")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    mode = CLUSTER_KINDS if args.cluster else KINDS
+    args.faults = args.faults or list(mode)
+    if set(args.faults) - set(mode):
+        p.error(f"--faults: on {'a cluster' if args.cluster else 'one Redis'} the kinds are {mode}")
+    return args
 
 
 def _kinds(text: str) -> list[str]:
     kinds = [k.strip() for k in text.split(",") if k.strip()]
-    unknown = set(kinds) - set(KINDS)
+    known = dict.fromkeys(KINDS + CLUSTER_KINDS)
+    unknown = set(kinds) - set(known)
     if unknown or not kinds:
-        raise argparse.ArgumentTypeError(f"kinds are {', '.join(KINDS)}; not {sorted(unknown)}")
+        raise argparse.ArgumentTypeError(f"kinds are {', '.join(known)}; not {sorted(unknown)}")
     return kinds
 
 

@@ -1,6 +1,9 @@
 """The faults of the soak, one at a time at random moments: SIGKILL a worker (the supervisor
 starts another), SIGSTOP one past its lease then SIGCONT it, SIGKILL redis-server and start it
-again on its port and AOF, blackhole the workers' connections, and inject malformed entries.
+again on its port and AOF, blackhole the workers' connections, and inject malformed entries. On a
+cluster, instead of the server's restart and the blackhole: SIGKILL the primary of a random
+partition, wait for its replica's promotion, and start the dead node again (it rejoins as a
+replica, so the next failover has one).
 
 Kinds are drawn from a shuffled deck, so that every kind comes once before any comes twice and
 even a short run sees them all. Each fault is recorded with its start, end and details.
@@ -18,14 +21,19 @@ from collections.abc import Sequence
 from typing import Any, Final, cast
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from bench.soak_faultkit import harness, malformed
 from bench.soak_load import Load
 from bench.soak_rig import Rig
 from bench.soak_series import Fault, Series
+from service.cluster import ClusterNode, LocalCluster
+from service.embedded import EmbeddedRedisError
 from service.keys import Keys
 
 KINDS: Final = ("kill_worker", "pause_worker", "restart_redis", "blackhole", "malformed")
+CLUSTER_KINDS: Final = ("kill_worker", "pause_worker", "failover", "malformed")
+PROMOTION_S: Final = 30.0
 Source = tuple[str, str]
 
 
@@ -90,6 +98,26 @@ class Chaos:
         await asyncio.to_thread(self.rig.server.start)
         return {"down_s": down}
 
+    async def failover(self) -> dict[str, Any]:
+        """SIGKILL the primary of a random partition; once a replica serves its slot, start the
+        dead node again and wait until every replica is linked (the next failover needs one)."""
+        cluster = self.rig.cluster
+        assert cluster is not None, "failover is a cluster's fault"
+        partition = self.rng.randrange(self.rig.settings.partitions)
+        key = Keys(partition, self.rig.settings.prefix).root
+        victim = await asyncio.to_thread(cluster.primary_of, key)
+        start = self.series.now()
+        victim.kill()
+        deadline = start + PROMOTION_S
+        while await asyncio.to_thread(_primary_or_none, cluster, key) in (None, victim):
+            if self.series.now() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        promoted_s = round(self.series.now() - start, 2)
+        await asyncio.to_thread(victim.start)
+        await asyncio.to_thread(cluster.wait_ok)
+        return {"partition": partition, "port": victim.port, "promoted_s": promoted_s}
+
     async def blackhole(self) -> dict[str, Any]:
         """Silence every worker connection for 3-8 s."""
         seconds = round(self.rng.uniform(3.0, 8.0), 2)
@@ -107,6 +135,7 @@ class Chaos:
             malformed.wrong_seq_type(),
             malformed.wrong_delta_type(n),
             malformed.no_event_field(n),
+            malformed.poison(n),  # not UTF-8, nested past any limit, an integer out of range
         ]
         if n % 4 == 0:
             items.append(malformed.oversized())
@@ -126,3 +155,11 @@ class Chaos:
             await self.load.publish(watch, events)
         finally:
             watch.closed = True
+
+
+def _primary_or_none(cluster: LocalCluster, key: str) -> ClusterNode | None:
+    """The node serving `key`'s slot as a primary, None while none does."""
+    try:
+        return cluster.primary_of(key)
+    except (EmbeddedRedisError, OSError, RedisError):
+        return None

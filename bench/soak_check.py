@@ -19,13 +19,14 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, TypeVar
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from bench.soak_faultkit import expect
 from bench.soak_log import LogReader, Position, raise_if_cancelled
+from bench.soak_reads import read_streams
 from bench.soak_series import Series
 from events.codec import encode_event
 from events.inbound import InboundEvent
@@ -208,8 +209,7 @@ class FrameReader:
     async def _read(self) -> StreamReply:
         streams = {key: watch.cursor for key, watch in self.active.items()}
         async with asyncio.timeout(BLOCK_MS / 1000 + 10):
-            reply = await self.redis.xread(streams, count=READ_COUNT, block=BLOCK_MS)  # type: ignore[arg-type]
-        return cast(StreamReply, reply or [])
+            return await read_streams(self.redis, streams, READ_COUNT, BLOCK_MS)
 
     def _observe(self, watch: Watch, entry_id: bytes, frame: bytes, now: float) -> None:
         watch.cursor = entry_id.decode()

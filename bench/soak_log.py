@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from typing import Final, cast
+from typing import Final
 
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from bench.soak_reads import read_streams
 from events.codec import CodecError, decode_event, sniff_format
 from service.keys import Keys
 from service.producer import FIELD
-from service.replies import StreamReply
 from service.settings import Settings
 
 Position = tuple[str, int, int, int]  # turn, step, attempt, seq: an event's identity
@@ -60,17 +60,13 @@ class LogReader:
         while True:
             try:
                 async with asyncio.timeout(BLOCK_MS / 1000 + 10):
-                    reply = await self.redis.xread(
-                        self.cursors,  # type: ignore[arg-type]
-                        count=READ_COUNT,
-                        block=BLOCK_MS,
-                    )
+                    reply = await read_streams(self.redis, self.cursors, READ_COUNT, BLOCK_MS)
             except (RedisError, OSError, TimeoutError):
                 raise_if_cancelled()
                 self.read_errors += 1
                 await asyncio.sleep(0.1)
                 continue
-            for key, entries in cast(StreamReply, reply or []):
+            for key, entries in reply:
                 for _, fields in entries:
                     self._note(fields.get(FIELD, b""))
                 self.cursors[key.decode()] = entries[-1][0].decode()

@@ -5,6 +5,9 @@ is replaced, and one that exits without being killed by the soak is reported as 
 
 The load, the checker and the memory sampler talk to Redis directly: only the workers' traffic
 goes through the proxy, so a blackhole cuts the pool off as a network partition would.
+
+With `cluster`, a private Redis Cluster instead (3 primaries, 3 replicas, service/cluster.py) that
+the workers reach directly: a cluster's fault is a primary's death, not a cut network.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from types import TracebackType
 from typing import Any, Final, Self
 
 import msgspec
+from redis.asyncio import Redis
 
 from bench.soak_faultkit import harness
+from service.cluster import LocalCluster
+from service.connect import connect
 from service.embedded import EmbeddedRedis
 from service.settings import Settings
 
@@ -36,6 +42,7 @@ class RigConfig:
     lease_ttl_ms: int = 2000
     retain_ms: int = 5000
     archive_dir: Path | None = None
+    cluster: bool = False
 
 
 class Rig:
@@ -44,8 +51,12 @@ class Rig:
     def __init__(self, tmp: Path, config: RigConfig) -> None:
         self.tmp, self.config = tmp, config
         self.server = EmbeddedRedis(tmp / "redis")
+        self.cluster = LocalCluster(tmp / "cluster") if config.cluster else None
         self.settings: Settings = harness.fault_settings(
-            self.server.url, partitions=config.partitions, lease_ttl_ms=config.lease_ttl_ms
+            self.url,
+            partitions=config.partitions,
+            lease_ttl_ms=config.lease_ttl_ms,
+            redis_cluster=config.cluster,
         )
         self.crashes: list[dict[str, Any]] = []
         self.workers: harness.Workers | None = None
@@ -59,12 +70,27 @@ class Rig:
         assert self.workers is not None, "the rig is not started"
         return self.workers
 
-    async def __aenter__(self) -> Self:
-        await asyncio.to_thread(self.server.start)
-        proxy_port = await self._start_proxy()
-        worker_settings = msgspec.structs.replace(
-            self.settings, redis_url=f"redis://127.0.0.1:{proxy_port}/0"
+    @property
+    def url(self) -> str:
+        """Where the soak's own clients go: the server, or one node of the cluster."""
+        return self.cluster.url if self.cluster is not None else self.server.url
+
+    def client(self) -> Redis:
+        """A direct client for the load and the checks, with room for a slow restart."""
+        return connect(
+            self.url, cluster=self.config.cluster, socket_timeout=15, socket_connect_timeout=5
         )
+
+    async def __aenter__(self) -> Self:
+        worker_settings = self.settings
+        if self.cluster is not None:
+            await asyncio.to_thread(self.cluster.start)
+        else:
+            await asyncio.to_thread(self.server.start)
+            proxy_port = await self._start_proxy()
+            worker_settings = msgspec.structs.replace(
+                self.settings, redis_url=f"redis://127.0.0.1:{proxy_port}/0"
+            )
         (self.tmp / "logs").mkdir()
         self.workers = harness.Workers(worker_settings, self.tmp / "logs")
         self.workers.env.update(self.retention_env())
@@ -151,3 +177,5 @@ class Rig:
                 self._proxy.kill()
             await self._proxy.wait()
         self.server.stop()
+        if self.cluster is not None:
+            await asyncio.to_thread(self.cluster.stop)

@@ -20,14 +20,16 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
 from bench.soak_faultkit import harness, malformed
 from bench.soak_log import raise_if_cancelled
 from bench.soak_series import MemorySample, Series
+from service.connect import is_cluster
 from service.keys import Keys
 from service.settings import Settings
 
@@ -63,13 +65,12 @@ async def sample_memory(redis: Redis, settings: Settings, series: Series, every_
     dead = [Keys(p, settings.prefix).dead for p in range(settings.partitions)]
     while True:
         try:
-            info = await redis.info("memory")
-            keys = await redis.dbsize()
+            used, keys = await memory_and_keys(redis)
             usage = [await redis.memory_usage(key, samples=0) for key in dead]
             series.memory.append(
                 MemorySample(
                     t_s=round(series.now(), 2),
-                    used_memory=int(info["used_memory"]),
+                    used_memory=used,
                     dead_bytes=sum(u or 0 for u in usage),
                     keys=keys,
                 )
@@ -77,6 +78,20 @@ async def sample_memory(redis: Redis, settings: Settings, series: Series, every_
         except (RedisError, OSError):
             raise_if_cancelled()
         await asyncio.sleep(every_s)
+
+
+async def memory_and_keys(redis: Redis) -> tuple[int, int]:
+    """`used_memory` and the number of keys: of the server, or summed over a cluster's primaries
+    (a replica holds copies, not more data)."""
+    if not is_cluster(redis):
+        return int((await redis.info("memory"))["used_memory"]), int(await redis.dbsize())
+    cluster = cast(RedisCluster, redis)
+    used = keys = 0
+    for node in cluster.get_primaries():
+        info = await cluster.execute_command("INFO", "memory", target_nodes=node)
+        used += int(info["used_memory"])
+        keys += int(await cluster.execute_command("DBSIZE", target_nodes=node))
+    return used, keys
 
 
 async def memory_by_kind(redis: Redis, prefix: str) -> dict[str, dict[str, int]]:

@@ -22,7 +22,7 @@ from bench.soak_faultkit import malformed
 from bench.soak_load import turn_attempts
 from bench.soak_log import LogReader
 from bench.soak_series import Series
-from bench.soak_verify import bounded, dead_letter_report
+from bench.soak_verify import bounded, dead_letter_report, memory_and_keys
 from events.codec import encode_event
 from events.inbound import InboundEvent
 from service.keys import Keys
@@ -105,6 +105,7 @@ async def judged(redis: Redis, prefix: str, how: str) -> dict[str, Any]:
 COUNTS = ["lost", "duplicated", "unexpected", "inversions", "events_lost", "events_inversions"]
 
 
+@pytest.mark.cluster  # the soak reads per slot on a cluster (bench/soak_reads.py)
 @pytest.mark.parametrize(
     ("how", "kind"),
     [
@@ -129,6 +130,16 @@ async def test_readers_report_a_tampered_session(
 
 def dead_letter(source_id: str, reason: str, raw: bytes) -> dict[FieldT, EncodableT]:
     return {"source_stream": "in-1", "source_id": source_id, "reason": reason, "raw": raw}
+
+
+@pytest.mark.cluster
+async def test_memory_is_summed_over_a_cluster_s_primaries(redis: Redis, prefix: str) -> None:
+    used, keys = await memory_and_keys(redis)
+    for tag in range(6):  # slots on every shard of the test cluster
+        await redis.set(f"{prefix}:{{{tag}}}:x", b"x" * 50_000)
+    grown, more = await memory_and_keys(redis)
+    assert grown - used >= 6 * 50_000
+    assert more - keys == 6
 
 
 async def test_dead_letter_report_finds_missing_and_unexpected(redis: Redis, prefix: str) -> None:
