@@ -22,6 +22,7 @@ from typing import Final
 from service.connect import connect
 from service.demo import run_demo
 from service.embedded import EmbeddedRedis, can_bind, ensure_redis
+from service.redaction import redacted_url
 from service.settings import Settings
 
 STOP_TIMEOUT_S: Final = 20.0
@@ -124,8 +125,8 @@ async def _demo(url: str, settings: Settings) -> None:
 
 def _where(url: str, server: EmbeddedRedis | None) -> str:
     if server is None:
-        return url
-    return f"{url} (embedded, AOF in {server.data_dir})"
+        return redacted_url(url)
+    return f"{redacted_url(url)} (embedded, AOF in {server.data_dir})"
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

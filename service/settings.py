@@ -34,6 +34,7 @@ import msgspec
 
 from events.codec import MAX_EVENT_BYTES
 from service.keys import DEFAULT_PREFIX
+from service.redaction import redacted_url
 from statemachines.config import CoreConfig
 from statemachines.retry_policy import RetryPolicy
 
@@ -67,6 +68,17 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_cluster: bool = False
     commit_wait_replicas: int = 0
     commit_wait_ms: int = 100
+
+    def __repr__(self) -> str:
+        """Every field, the Redis URL's password masked (service/redaction.py): settings end up
+        in logs and tracebacks."""
+        fields = ", ".join(
+            f"{name}={redacted_url(value) if name == 'redis_url' and value else value!r}"
+            for name, value in ((n, getattr(self, n)) for n in self.__struct_fields__)
+        )
+        return f"Settings({fields})"
+
+    __str__ = __repr__
 
     def core(self) -> CoreConfig:
         """The pure core's configuration derived from these settings."""

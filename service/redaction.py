@@ -1,0 +1,45 @@
+"""How a Redis URL is shown to humans: every credential replaced by `***`, wherever it was.
+
+A URL names its credentials in the userinfo (`redis://user:password@host`, or `redis://:password@`
+for a password alone) and, for redis-py, in the query (`?password=...`, `?username=...`). Every
+banner, log line, error and CLI output that names a Redis renders it through `redacted_url`, so
+there is one rule to read and to test. The user name stays: it says which ACL user is in use,
+and it is not a secret.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+MASK: Final = "***"
+SECRET_PARAMS: Final = frozenset({"password", "pass", "pwd", "secret", "token", "auth"})
+
+
+def redacted_url(url: str) -> str:
+    """`url` with its password (userinfo or query) replaced by `***`; never raises. Text that
+    does not parse as a URL is not shown at all."""
+    try:
+        parts = urlsplit(url)
+        netloc = _redacted_netloc(parts.netloc)
+        query = _redacted_query(parts.query)
+        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    except ValueError:  # an invalid port or IPv6 literal: say so without echoing it
+        return "<a Redis URL that does not parse>"
+
+
+def _redacted_netloc(netloc: str) -> str:
+    userinfo, at, host = netloc.rpartition("@")
+    if not at:
+        return netloc
+    user, colon, _ = userinfo.partition(":")
+    # `redis://name@host` is a user name to redis-py, not a password: shown as it is.
+    return f"{user}:{MASK}@{host}" if colon else netloc
+
+
+def _redacted_query(query: str) -> str:
+    if not query:
+        return query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    shown = [(k, MASK if k.lower() in SECRET_PARAMS else v) for k, v in pairs]
+    return urlencode(shown, safe="*/:")

@@ -1,0 +1,51 @@
+"""A Redis URL shown to humans never carries its password (service/redaction.py)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from service.redaction import redacted_url
+from service.settings import Settings, from_env
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("redis://user:s3cret@host:6380/2", "redis://user:***@host:6380/2"),
+        ("rediss://:s3cret@host:6380", "rediss://:***@host:6380"),
+        ("rediss://app@host:6380", "rediss://app@host:6380"),
+        (
+            "redis://u:p%40ss@host/0?ssl_ca_certs=/ca.pem",
+            "redis://u:***@host/0?ssl_ca_certs=/ca.pem",
+        ),
+        ("redis://host/0?password=s3cret&db=1", "redis://host/0?password=***&db=1"),
+        ("unix://:s3cret@/tmp/redis.sock?db=0", "unix://:***@/tmp/redis.sock?db=0"),
+        ("redis://u:s3cret@[::1", "<a Redis URL that does not parse>"),
+    ],
+)
+def test_the_password_is_masked_wherever_it_is(url: str, shown: str) -> None:
+    assert redacted_url(url) == shown
+
+
+URL_SAFE = st.characters(categories=["L", "N"], include_characters="-._~!$'()*,")
+
+
+@given(
+    user=st.text(URL_SAFE, max_size=12),
+    password=st.text(URL_SAFE | st.just(":"), min_size=1, max_size=24),
+)
+def test_no_password_survives_redaction(user: str, password: str) -> None:
+    shown = redacted_url(f"rediss://{user}:{password}@cache.example:6380/0?password={password}")
+    assert shown == f"rediss://{user}:***@cache.example:6380/0?password=***"
+
+
+def test_settings_never_print_the_url_s_password() -> None:
+    settings = from_env({"REDIS_URL": "rediss://app:hunter2hunter2@cache.example:6380/0"})
+    assert settings.redis_url == "rediss://app:hunter2hunter2@cache.example:6380/0"
+    for text in (repr(settings), str(settings), f"{settings}", f"{settings!r}"):
+        assert "hunter2" not in text
+        assert "rediss://app:***@cache.example:6380/0" in text
+    assert "hunter2" not in repr(Settings(redis_url="redis://:hunter2@h"))
