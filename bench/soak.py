@@ -1,15 +1,18 @@
 """Chaos soak: a steady load of concurrent turns for `--duration` seconds while workers are
 SIGKILLed and paused past their lease, Redis is killed and restarted on its AOF, the workers'
-connections are blackholed and malformed entries are injected; then it verifies what must hold.
+connections are blackholed and malformed and poison entries are injected (with `--cluster`, on a
+Redis Cluster whose primaries are killed and failed over instead), and a client sends garbage
+cursors and tokens to a gateway throughout; then it verifies what must hold.
 
-    python -m bench.soak [--duration 600] [--json] [--series soak.json]
+    python -m bench.soak [--duration 600] [--cluster] [--json] [--series soak.json]
 
 Checks: 0 frames lost, duplicated, unexpected or out of order in any session (read live as a
 subscriber reads them, compared with the in-process fold of what was published); `replay
 --verify` clean; every malformed entry dead-lettered with its reason and bytes, and no other
-dead letter; Redis memory bounded (bench/soak_verify.py defines it); no worker crashed. Exits 1
-when a check fails. Not part of the test suite: docs/reliability.md has the method and results.
-Parts: soak_rig (Redis, proxy, workers), soak_load, soak_chaos, soak_check (frames),
+dead letter; Redis memory bounded (bench/soak_verify.py defines it); no worker crashed; every
+garbage request refused with a 4xx and the gateway's followers served. Exits 1 when a check
+fails. Not part of the test suite: docs/reliability.md has the method and results.
+Parts: soak_rig (Redis, proxy, workers), soak_load, soak_chaos, soak_gateway, soak_check (frames),
 soak_verify (the rest), soak_series and soak_report; bench/soak_plot.py draws the figure.
 """
 
@@ -34,6 +37,7 @@ from bench.e2e_procs import raise_on_sigterm
 from bench.soak_chaos import CLUSTER_KINDS, KINDS, Chaos
 from bench.soak_check import FrameReader
 from bench.soak_faultkit import harness, load
+from bench.soak_gateway import GatewayAbuse
 from bench.soak_load import Load, LoadShape
 from bench.soak_log import LogReader
 from bench.soak_report import Outcome, build, summary, write_series
@@ -71,6 +75,19 @@ class Run:
 
     async def __call__(self) -> dict[str, Any]:
         await harness.wait_owned(self.redis, self.rig.settings)
+        async with GatewayAbuse(
+            {"REDIS_URL": self.rig.url},  # direct: a blackhole cuts the workers, not the gateway
+            self.rig.settings,
+            self.rig.tmp / "logs",
+            self.args.seed + 2,
+            self._live_sessions,
+        ) as self.gateway:
+            return await self._run()
+
+    def _live_sessions(self) -> list[str]:
+        return [w.session_id for w in self.reader.active.values() if not w.closed]
+
+    async def _run(self) -> dict[str, Any]:
         self.series.t0 = time.perf_counter()
         background = [
             asyncio.create_task(self.reader.run(time.perf_counter)),
@@ -79,6 +96,7 @@ class Run:
                 sample_memory(self.redis, self.rig.settings, self.series, self.args.sample_every)
             ),
             asyncio.create_task(self._progress()),
+            asyncio.create_task(self.gateway.run()),
         ]
         try:
             loading = asyncio.create_task(self.load.run())
@@ -125,6 +143,8 @@ class Run:
             memory=memory_report(self.series.memory, loaded_s, self.args.memory_slack)
             | {"by_kind_at_end_of_load": self.by_kind},
             workers=workers,
+            gateway=self.gateway.report(),
+            gateway_failures=self.gateway.failures(),
         )
         return build(outcome, self.series)
 

@@ -29,6 +29,8 @@ class Outcome:
     replay: dict[str, Any]
     memory: dict[str, Any]
     workers: dict[str, Any]
+    gateway: dict[str, Any]  # the garbage client's and the followers' counts (soak_gateway)
+    gateway_failures: list[str]
 
 
 def retention_in_build() -> bool:
@@ -65,7 +67,7 @@ def failures(out: Outcome) -> list[str]:
         found.append(f"{out.workers['crashed']} workers exited without being killed")
     if out.memory["bounded"] is not True:
         found.append(memory_failure(out.memory))
-    return found
+    return found + out.gateway_failures
 
 
 def memory_failure(memory: dict[str, Any]) -> str:
@@ -109,6 +111,7 @@ def build(out: Outcome, series: Series) -> dict[str, Any]:
         "replay": out.replay,
         "memory": out.memory,
         "workers": out.workers,
+        "gateway": out.gateway,
         "series": {
             "seconds": msgspec.to_builtins(series.seconds()),
             "memory": msgspec.to_builtins(series.memory),
@@ -124,6 +127,7 @@ def write_series(path: Path, report: dict[str, Any]) -> None:
 def summary(report: dict[str, Any]) -> str:
     """A few lines for a terminal."""
     v, f, lat, t = report["verdict"], report["frames"], report["latency_ms"], report["throughput"]
+    g = report["gateway"]
     lines = [
         f"soak {'OK' if v['ok'] else 'FAILED'} after {report['loaded_s']} s of load",
         f"faults: {report['faults']['counts']}",
@@ -139,6 +143,9 @@ def summary(report: dict[str, Any]) -> str:
         f"dead letters: {report['dead_letters']['dead_letters']} "
         f"(missing {report['dead_letters']['missing']}, "
         f"unexpected {report['dead_letters']['unexpected']})",
+        f"gateway under garbage: {g['requests']} requests {g['by_status']}, unexpected "
+        f"{g['unexpected']}, tracebacks {g['tracebacks']}; followers got {g['frames_followed']} "
+        f"frames of {g['followed_sessions']} sessions, longest gap {g['longest_gap_s']} s",
         f"memory bounded: {report['memory']['bounded']} (median growth middle->last third: "
         f"memory {report['memory']['used_memory_less_dead'].get('growth')}, "
         f"keys {report['memory']['keys'].get('growth')})",

@@ -19,6 +19,9 @@ a bad one: 401; a valid token for another session, or an operator token on a ses
 (413) and each token may open at most `stream_opens` update streams per `stream_window_s` (429 with
 `Retry-After`), so a misbehaving client cannot make the gateway hammer Redis.
 
+While Redis cannot be reached, a route that reads it answers 503 with `Retry-After: 1` (and
+`/healthz` 503), never a 500.
+
 `create_gateway` returns a Starlette app; mount it in a FastAPI or Starlette application, or serve
 it alone (`terminus gateway`, `terminus run --http`).
 """
@@ -33,6 +36,8 @@ from typing import Any, Final
 
 import msgspec
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -56,6 +61,8 @@ PING_S: Final = 15
 MAX_LIMIT: Final = 500
 ENDINGS: Final = (TurnFinished, AgentError)
 PROMETHEUS_TEXT: Final = "text/plain; version=0.0.4; charset=utf-8"
+REDIS_AWAY: Final = (RedisConnectionError, RedisTimeoutError)
+RETRY_AFTER_S: Final = 1
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -142,8 +149,8 @@ class _Handlers:
             raise _Denied(400, str(exc)) from None
         if length > self.limits.max_body_bytes:
             raise _Denied(413, "request body not allowed")
-        header = request.headers.get("authorization", "")
-        token = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
+        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        token = credentials.strip() if scheme.lower() == "bearer" else ""  # RFC 9110 11.1
         token = token or request.query_params.get("token", "")
         if not token:
             raise _Denied(401, "token required")
@@ -255,6 +262,12 @@ def _guarded(
         except _Denied as denied:
             return JSONResponse(
                 {"error": denied.reason}, status_code=denied.status, headers=denied.headers
+            )
+        except REDIS_AWAY:  # not the client's fault, and over soon: say so, and when to retry
+            return JSONResponse(
+                {"error": "Redis is not reachable; retry shortly"},
+                status_code=503,
+                headers={"Retry-After": str(RETRY_AFTER_S)},
             )
         return response
 

@@ -204,3 +204,34 @@ def test_no_string_anywhere_earns_a_5xx(
         headers.pop("content-length", None)  # a true length the transport would have to honour
     status = asyncio.run(one_request(single_redis_url, route, value, params, headers, kind))
     assert status < 500
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/sessions/s/messages", "/v1/turns/t?session=s", "/metrics", "/v1/admin/turns"],
+)
+async def test_redis_away_is_a_503_with_retry_after_never_a_500(path: str) -> None:
+    """Not the client's fault and over soon: each route that reads Redis says so."""
+    redis = connect("redis://127.0.0.1:1/0", socket_connect_timeout=1)  # nothing listens there
+    app = create_gateway(redis, Settings(partitions=4), SECRET, Limits())
+    kind = None if path.startswith(("/metrics", "/v1/admin", "/v1/turns")) else "s"
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            response = await client.get(path, headers=auth(kind))
+            health = await client.get("/healthz")
+    finally:
+        await redis.aclose()
+    assert (response.status_code, response.headers.get("retry-after")) == (503, "1"), response.text
+    assert "Traceback" not in response.text
+    assert health.status_code == 503
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER"])
+async def test_the_auth_scheme_is_case_insensitive(scheme: str, served: Served) -> None:
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.get(
+            f"{served.base}/v1/sessions/s/messages",
+            headers={"Authorization": f"{scheme} {token('s')}"},
+        )
+    assert response.status_code == 200, response.text
