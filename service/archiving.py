@@ -22,9 +22,9 @@ from redis.asyncio import Redis
 from service.archive import Archive, LocalArchive
 from service.archiver import Archiver, PassResult
 from service.commit import LeaseLost
+from service.connect import TRANSIENT
 from service.leases import Leases, lease_value
 from service.settings import Settings
-from service.wire import TRANSIENT
 
 log = logging.getLogger("terminus.archive")
 

@@ -19,7 +19,13 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import ConnectionError
+from redis.exceptions import (
+    ClusterDownError,
+    ConnectionError,
+    SlotNotCoveredError,
+    TimeoutError,
+    TryAgainError,
+)
 
 from service import embedded
 from service.settings import Settings
@@ -29,6 +35,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("terminus.app")
 KEEPALIVE_S: Final = 10
+
+# Redis away for a moment, not a request that is wrong: the connection, or (on a cluster) a node
+# that is down, loading or changing hands (CLUSTERDOWN, TRYAGAIN, a slot nobody serves yet).
+# Nothing of a refused request was applied (or the next epoch fences it): worth retrying after a
+# pause. The worker retries; the gateway answers 503 with Retry-After.
+TRANSIENT: Final = (
+    ConnectionError,
+    TimeoutError,
+    OSError,
+    ClusterDownError,
+    TryAgainError,
+    SlotNotCoveredError,
+)
 
 
 def client_options(settings: Settings) -> dict[str, Any]:

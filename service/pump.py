@@ -35,10 +35,11 @@ from redis.asyncio import Redis
 
 from service.applier import Decoded, Entry
 from service.commit import CommitAlreadyApplied, LeaseLost
+from service.connect import TRANSIENT
 from service.partition import PartitionOwner
 from service.replies import StreamReply
 from service.settings import Settings
-from service.wire import TRANSIENT, Call, Wire
+from service.wire import Call, Wire
 
 log = logging.getLogger("terminus.pump")
 

@@ -20,32 +20,20 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
-from redis.exceptions import ClusterDownError, NoScriptError, TryAgainError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import NoScriptError
 
 from service.commit import Value
-from service.connect import execute, is_cluster, refresh_slots
+from service.connect import TRANSIENT, execute, is_cluster, refresh_slots
 from service.replies import StreamReply, mget, xread
 from service.scripts import sha, source
 from service.settings import Settings
 
 log = logging.getLogger("terminus.pump")
 
-# Worth retrying after a pause: the connection, or (on a cluster) a node that is down, loading
-# or changing hands (CLUSTERDOWN, TRYAGAIN): nothing of that request was applied, or the next
-# epoch fences it.
-TRANSIENT: Final = (
-    RedisConnectionError,
-    RedisTimeoutError,
-    OSError,
-    ClusterDownError,
-    TryAgainError,
-)
 
 Call = tuple[str, list[str], list[Value]]  # a script's name, KEYS and ARGV
 

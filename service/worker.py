@@ -24,6 +24,7 @@ from redis.exceptions import RedisError
 
 from service.archiving import ArchiveLoop
 from service.commit import LeaseLost
+from service.connect import TRANSIENT
 from service.keys import control_channel
 from service.leases import Leases
 from service.membership import assigned, heartbeat
@@ -31,7 +32,6 @@ from service.metrics_worker import WorkerMetrics
 from service.partition import PartitionOwner
 from service.pump import Pump
 from service.settings import Settings
-from service.wire import TRANSIENT
 
 log = logging.getLogger("terminus.worker")
 

@@ -25,9 +25,9 @@ from events.inbound import (
     TextStart,
     Usage,
 )
+from service.connect import TRANSIENT
 from service.producer import Producer
 from service.settings import Settings
-from service.wire import TRANSIENT
 
 E = TypeVar("E", bound=InboundEvent)
 Published = dict[str, list[tuple[str, InboundEvent]]]  # session -> (entry id, event), in order
