@@ -25,11 +25,11 @@ def _gateway(args: argparse.Namespace) -> int:
 
     from service.serve import serve_gateway
     from service.settings import SettingsError, from_env
-    from service.tokens import TokenError, local_secret
+    from service.tokens import TokenError, local_keyring
 
     try:
         settings = from_env(os.environ)
-        secret = local_secret(os.environ)
+        secret = local_keyring(os.environ)
     except (SettingsError, TokenError) as exc:
         raise SystemExit(f"terminus gateway: {exc}") from None
     host, port = args.http
@@ -46,12 +46,12 @@ def _gateway(args: argparse.Namespace) -> int:
 
 
 def _token(args: argparse.Namespace) -> int:
-    from service.tokens import TokenError, local_secret, mint
+    from service.tokens import TokenError, local_keyring, mint
 
     if (args.session is None) == (not args.admin):
         raise SystemExit("terminus token: give a SESSION or --admin (not both)")
     try:
-        secret = local_secret(os.environ)
+        secret = local_keyring(os.environ)
     except TokenError as exc:
         raise SystemExit(f"terminus token: {exc}") from None
     sys.stdout.write(mint(secret, args.session, int(time.time()) + args.ttl) + "\n")

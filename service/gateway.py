@@ -13,11 +13,15 @@
     /inspect, /v1/admin/turns, /v1/turns/{id}/timeline   the inspector (service/inspect_routes.py)
 
 Access: every session endpoint needs a token for that session (`service/tokens.py`), as
-`Authorization: Bearer ...` or `?token=` (a browser's EventSource cannot send headers). No token or
-a bad one: 401; a valid token for another session, or an operator token on a session endpoint:
-403. `/v1/turns/{id}` also takes an operator token with `?session=`. Request bodies are refused
-(413) and each token may open at most `stream_opens` update streams per `stream_window_s` (429 with
-`Retry-After`), so a misbehaving client cannot make the gateway hammer Redis.
+`Authorization: Bearer ...` (the primary way), the cookie of `POST /v1/session-cookie`
+(`service/sign_in.py`, what the inspector uses) or `?token=` (a browser's EventSource cannot
+send headers; the access log masks it, and every response says `Referrer-Policy: no-referrer`).
+The cookie and the query token authorise GET requests only. No token or a bad one: 401; a valid
+token for another session, or an operator token on a session endpoint: 403. `/v1/turns/{id}`
+also takes an operator token with `?session=`. Request bodies are refused
+(413), each token may open at most `stream_opens` update streams per `stream_window_s` and hold at
+most `max_streams` open at once (`TERMINUS_MAX_STREAMS_PER_TOKEN`; 429 with `Retry-After`), so a
+misbehaving or leaked client can neither make the gateway hammer Redis nor hold every connection.
 
 While Redis cannot be reached, a route that reads it answers 503 with `Retry-After: 1` (and
 `/healthz` 503), never a 500.
@@ -36,32 +40,33 @@ from typing import Any, Final
 
 import msgspec
 from redis.asyncio import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from events.codec import encode_json
 from events.outbound import AgentError, TurnFinished
+from service.connect import TRANSIENT
 from service.cursors import BadCursor, parse_cursor
 from service.hub import Hub, SubscriberTooSlow, SubscriptionBroken
 from service.inspect_routes import NO_TURN, Inspector, archived_answer
 from service.metrics import render_metrics
 from service.params import BadParam, non_negative
 from service.settings import Settings
+from service.sign_in import COOKIE, NoReferrer, cookie_header
 from service.snapshots import SnapshotError
 from service.timeline import TurnArchived, load_turn
-from service.tokens import Grant, TokenError, verify
+from service.tokens import Grant, Keyring, TokenError, verify
 from service.views import session_messages
 
 PING_S: Final = 15
 MAX_LIMIT: Final = 500
 ENDINGS: Final = (TurnFinished, AgentError)
 PROMETHEUS_TEXT: Final = "text/plain; version=0.0.4; charset=utf-8"
-REDIS_AWAY: Final = (RedisConnectionError, RedisTimeoutError)
 RETRY_AFTER_S: Final = 1
 
 
@@ -70,6 +75,7 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
 
     stream_opens: int = 20  # update streams one token may open per window
     stream_window_s: float = 10.0
+    max_streams: int = 8  # update streams one token may hold open at once
     max_body_bytes: int = 0  # every endpoint is a GET
 
 
@@ -77,6 +83,43 @@ class _Denied(Exception):
     def __init__(self, status: int, reason: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(reason)
         self.status, self.reason, self.headers = status, reason, headers or {}
+
+
+class _OpenStreams:
+    """Update streams held open per token (per gateway process): one leaked or buggy client
+    cannot hold every connection."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.cap = limits.max_streams
+        self.held: dict[str, int] = {}
+
+    def hold(self, token: str) -> Callable[[], None]:
+        """Count one more stream of `token`, or refuse it; returns the release."""
+        if self.held.get(token, 0) >= self.cap:
+            reason = f"this token already holds {self.cap} open update streams; close one first"
+            raise _Denied(429, reason, {"Retry-After": str(RETRY_AFTER_S)})
+        self.held[token] = self.held.get(token, 0) + 1
+        return lambda: self._release(token)
+
+    def _release(self, token: str) -> None:
+        left = self.held.pop(token, 1) - 1
+        if left > 0:
+            self.held[token] = left
+
+
+class _HeldStream(EventSourceResponse):
+    """An SSE response that releases its slot when it ends, however it ends: Starlette always
+    calls the response it was handed, and this runs the release after it."""
+
+    def __init__(self, frames: AsyncIterator[bytes], release: Callable[[], None]) -> None:
+        super().__init__(frames, ping=PING_S, send_timeout=30)
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
 
 
 class _OpenRate:
@@ -103,13 +146,15 @@ class _OpenRate:
 def create_gateway(
     redis: Redis,
     settings: Settings,
-    secret: bytes,
+    secret: bytes | Keyring,
     limits: Limits | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Starlette:
-    """The gateway's ASGI app over `redis`, checking tokens signed with `secret`."""
+    """The gateway's ASGI app over `redis`, checking tokens against `secret` (one key, or a
+    `Keyring` of the current and the still-accepted keys)."""
     hub = Hub(redis, settings.partitions, settings.prefix)
-    h = _Handlers(redis, settings, secret, limits or Limits(), clock, hub)
+    limits = limits or Limits(max_streams=settings.max_streams_per_token)
+    h = _Handlers(redis, settings, secret, limits, clock, hub)
     inspector = Inspector(redis, settings, h.grant_of, _Denied)
     routes = [
         Route("/v1/sessions/{session_id}/updates", _guarded(h.updates)),
@@ -117,6 +162,9 @@ def create_gateway(
         Route("/v1/turns/{turn_id}", _guarded(h.turn)),
         Route("/healthz", h.healthz),
         Route("/metrics", _guarded(h.metrics)),
+        Route("/v1/session-cookie", _guarded(h.sign_in), methods=["POST"]),
+        Route("/v1/session-cookie", h.sign_out, methods=["DELETE"]),
+        Route("/v1/session-cookie", _guarded(h.signed_in), methods=["GET"]),
         *inspector.routes(_guarded),
     ]
 
@@ -125,7 +173,7 @@ def create_gateway(
         yield
         await hub.close()
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(NoReferrer)])
 
 
 class _Handlers:
@@ -133,14 +181,16 @@ class _Handlers:
         self,
         redis: Redis,
         settings: Settings,
-        secret: bytes,
+        secret: bytes | Keyring,
         limits: Limits,
         clock: Callable[[], float],
         hub: Hub,
     ) -> None:
-        self.redis, self.settings, self.secret, self.hub = redis, settings, secret, hub
+        self.redis, self.settings, self.hub = redis, settings, hub
+        self.secret = Keyring.of(secret)  # validated once, not per request
         self.limits, self.clock = limits, clock
         self.rate = _OpenRate(limits, clock)
+        self.streams = _OpenStreams(limits)
 
     def grant_of(self, request: Request) -> tuple[str, Grant]:
         try:
@@ -149,9 +199,11 @@ class _Handlers:
             raise _Denied(400, str(exc)) from None
         if length > self.limits.max_body_bytes:
             raise _Denied(413, "request body not allowed")
-        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-        token = credentials.strip() if scheme.lower() == "bearer" else ""  # RFC 9110 11.1
-        token = token or request.query_params.get("token", "")
+        token = _bearer(request)
+        if request.method == "GET":  # the cookie and the query only ever authorise reads
+            token = (
+                token or request.cookies.get(COOKIE, "") or request.query_params.get("token", "")
+            )
         if not token:
             raise _Denied(401, "token required")
         try:
@@ -174,10 +226,14 @@ class _Handlers:
                 after = parse_cursor(after)
             except BadCursor as exc:
                 raise _Denied(400, str(exc)) from None
-        self.rate.admit(token)  # a refused request opens no stream
+        release = self.streams.hold(token)  # a refused request opens no stream
+        try:
+            self.rate.admit(token)
+        except _Denied:
+            release()
+            raise
         until_end = request.query_params.get("until_end") in ("1", "true")
-        frames = _events(self.hub, session, after, until_end)
-        return EventSourceResponse(frames, ping=PING_S, send_timeout=30)
+        return _HeldStream(_events(self.hub, session, after, until_end), release)
 
     async def messages(self, request: Request) -> Response:
         _, session = self.session_grant(request)
@@ -218,6 +274,33 @@ class _Handlers:
         body = await render_metrics(self.redis, self.settings)
         return Response(body, headers={"Content-Type": PROMETHEUS_TEXT})
 
+    async def sign_in(self, request: Request) -> Response:
+        """Set the session cookie from a Bearer token (never from the query or a cookie)."""
+        token, grant = self.grant_of(request)
+        max_age = int(grant.expires - self.clock())
+        secure = request.url.scheme == "https"
+        cookie = cookie_header(token, max_age, secure)
+        return Response(
+            status_code=204, headers={"Set-Cookie": cookie, "Cache-Control": "no-store"}
+        )
+
+    async def signed_in(self, request: Request) -> Response:
+        """Whether the cookie signs this browser in, and as whom: 200 either way, so that a page
+        can ask before its first call (the cookie is HttpOnly: script cannot read it)."""
+        try:
+            token = request.cookies.get(COOKIE, "")
+            grant = verify(self.secret, token, self.clock()) if token else None
+        except TokenError:
+            grant = None
+        if grant is None:
+            return JSONResponse({"signed_in": False})
+        body = {"signed_in": True, "admin": grant.admin, "expires": grant.expires}
+        return JSONResponse(body, headers={"Cache-Control": "no-store"})
+
+    async def sign_out(self, request: Request) -> Response:
+        cookie = cookie_header("", 0, request.url.scheme == "https")
+        return Response(status_code=204, headers={"Set-Cookie": cookie})
+
     async def healthz(self, request: Request) -> Response:
         try:
             await self.redis.ping()
@@ -244,6 +327,13 @@ async def _events(
         return  # its stream cannot be read: the hub went on for the others
 
 
+def _bearer(request: Request) -> str:
+    """The token of an `Authorization: Bearer` header; the scheme is case-insensitive (RFC 9110
+    section 11.1)."""
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else ""
+
+
 def _int_param(request: Request, name: str, default: int) -> int:
     try:
         return non_negative(request.query_params.get(name), name, default)
@@ -263,7 +353,7 @@ def _guarded(
             return JSONResponse(
                 {"error": denied.reason}, status_code=denied.status, headers=denied.headers
             )
-        except REDIS_AWAY:  # not the client's fault, and over soon: say so, and when to retry
+        except TRANSIENT:  # not the client's fault, and over soon: say so, and when to retry
             return JSONResponse(
                 {"error": "Redis is not reachable; retry shortly"},
                 status_code=503,

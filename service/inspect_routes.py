@@ -4,8 +4,10 @@
     GET /v1/turns/{id}/timeline       one turn's snapshot, state changes, non-chunk frames and
                                       chunk counts: a token for its session, or an operator token
                                       with `?session=` (without it, the turn's session is looked up)
-    GET /inspect                      the page; it needs no token itself and sends the operator
-                                      token from its own `?token=` as Bearer on its API calls
+    GET /inspect                      the page; it needs no token itself: the operator signs in
+                                      once (a form that posts the token as Bearer to
+                                      `/v1/session-cookie`), and the page's API calls carry the
+                                      cookie, so the token is never in a URL
     GET /inspect/diagram.svg          the turn state diagram, drawn from the machine's table
     GET /inspect/states.css           one colour per state, the diagram's palette
     GET /inspect/static/...           the page's script and style, files of this package
@@ -43,7 +45,7 @@ PAGE_HEADERS: Final = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
     "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'",
-    "Referrer-Policy": "no-referrer",  # the page's URL may hold the operator token
+    "Referrer-Policy": "no-referrer",  # an old bookmark's URL may still hold a token
     "Cache-Control": "no-store",
 }
 

@@ -86,7 +86,7 @@ def run_service(
         extra.append(["gateway", "--http", f"{http[0]}:{http[1]}"])
         print(f"terminus: HTTP gateway on http://{http[0]}:{http[1]} "
               "(tokens: terminus token SESSION); inspector: "
-              f"http://{http[0]}:{http[1]}/inspect?token=$(terminus token --admin)",
+              f"http://{http[0]}:{http[1]}/inspect (sign in with: terminus token --admin)",
               file=sys.stderr)  # fmt: skip
     elif http is not None:
         print(f"terminus: {http[0]}:{http[1]} is in use; no HTTP gateway (see --http)",

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import logging
+
 import uvicorn
 
 from service.connect import make_broker
 from service.gateway import create_gateway
 from service.settings import Settings
+from service.sign_in import RedactTokens
+from service.tokens import Keyring
 
 
-async def serve_gateway(settings: Settings, secret: bytes, host: str, port: int) -> None:
+async def serve_gateway(settings: Settings, secret: bytes | Keyring, host: str, port: int) -> None:
     """Connect (with the workers' client options: timeouts, keepalive), then serve."""
     broker = make_broker(settings, client_name="terminus-gateway")
     redis = await broker.connect()  # a RedisCluster on a cluster: see service.connect
     try:
         app = create_gateway(redis, settings, secret)
         config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off")
+        # After Config (which configures uvicorn's loggers): a request line's `token=` is masked.
+        logging.getLogger("uvicorn.access").addFilter(RedactTokens())
         await uvicorn.Server(config).serve()
     finally:
         await broker.stop()

@@ -23,6 +23,10 @@
 | `TERMINUS_REDIS_CLUSTER` | 0 | 1: `REDIS_URL` names any node of a Redis Cluster |
 | `TERMINUS_COMMIT_WAIT_REPLICAS` | 0 | >0: WAIT after each commit for this many replicas |
 | `TERMINUS_COMMIT_WAIT_MS` | 100 | how long that WAIT may block (a shortfall is logged) |
+| `TERMINUS_MAX_STREAMS_PER_TOKEN` | 8 | update streams a gateway token may hold open at once |
+
+The gateway's token keys are read by service/tokens.py (`TERMINUS_TOKEN_SECRETS`,
+`TERMINUS_TOKEN_KEYS_FILE`, `TERMINUS_TOKEN_SECRET`), never stored here: settings get printed.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_cluster: bool = False
     commit_wait_replicas: int = 0
     commit_wait_ms: int = 100
+    max_streams_per_token: int = 8
 
     def __repr__(self) -> str:
         """Every field, the Redis URL's password masked (service/redaction.py): settings end up
@@ -104,6 +109,7 @@ _INTS = {
     "TERMINUS_WAIT_BUDGET_MS": "wait_budget_ms",
     "TERMINUS_SESSION_MAXLEN": "session_maxlen",
     "TERMINUS_COMMIT_WAIT_MS": "commit_wait_ms",
+    "TERMINUS_MAX_STREAMS_PER_TOKEN": "max_streams_per_token",
 }
 _FLAGS = {"TERMINUS_KEEP_PARTIAL": "keep_partial", "TERMINUS_REDIS_CLUSTER": "redis_cluster"}
 

@@ -1,16 +1,23 @@
 """Access tokens of the HTTP gateway: HMAC-SHA256 signed, scoped to one session or to operators,
-with an expiry (DESIGN section 7).
+with an expiry and the id of the key that signed them (DESIGN section 7, docs/security.md).
 
-    v1.<scope>.<expires>.<signature>
+    v2.<key id>.<scope>.<expires>.<signature>
 
 `scope` is `s-` + the session id in unpadded base64url, or `admin`; `expires` is Unix seconds;
-`signature` is the unpadded base64url HMAC-SHA256 of everything before it, under the deployment's
-secret. Tokens carry no other data: a token proves which session (or the operator role) its bearer
-may read, until when. Time enters as an argument, so verification is testable without a clock.
+`signature` is the unpadded base64url HMAC-SHA256 of everything before it, under the key named by
+`key id`. Tokens carry no other data: a token proves which session (or the operator role) its
+bearer may read, until when. Time enters as an argument, so verification is testable without a
+clock.
 
-The secret comes from `TERMINUS_TOKEN_SECRET`; when it is unset, `local_secret` keeps a random one
-in a file beside the embedded Redis data (`./var/token-secret`), so `terminus run` and
-`terminus token` on one machine agree without configuration.
+Keys (`Keyring`): the first is current and signs new tokens; the others are still accepted, so a
+key can be rotated without invalidating every token at once, and retired (removed) to refuse the
+tokens it signed before they expire. `TERMINUS_TOKEN_SECRETS="new:SECRET,old:SECRET"` (or
+`TERMINUS_TOKEN_KEYS_FILE`, one `id:secret` per line) names them. A single secret
+(`TERMINUS_TOKEN_SECRET`, else the random one `local_keyring` keeps in `./var/token-secret` beside
+the embedded Redis data, so that `terminus run` and `terminus token` on one machine agree) is the
+key `default`. Tokens minted before key ids existed (`v1.<scope>.<expires>.<signature>`) are
+verified against every accepted key: they keep working until the secret that signed them is no
+longer in the ring.
 """
 
 from __future__ import annotations
@@ -21,16 +28,23 @@ import contextlib
 import hashlib
 import hmac
 import os
+import re
 import secrets
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, NamedTuple
 
-VERSION: Final = "v1"
+VERSION: Final = "v2"
+LEGACY: Final = "v1"  # no key id: verified against every accepted key
 ADMIN: Final = "admin"
 SESSION_PREFIX: Final = "s-"
 SECRET_VAR: Final = "TERMINUS_TOKEN_SECRET"
+SECRETS_VAR: Final = "TERMINUS_TOKEN_SECRETS"
+KEYS_FILE_VAR: Final = "TERMINUS_TOKEN_KEYS_FILE"
 SECRET_FILE: Final = Path("var") / "token-secret"
 MIN_SECRET_BYTES: Final = 16
+DEFAULT_KEY_ID: Final = "default"
+KEY_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
 class TokenError(Exception):
@@ -48,24 +62,67 @@ class Grant(NamedTuple):
         return self.session is None
 
 
-def mint(secret: bytes, session: str | None, expires: int) -> str:
-    """A token for `session` (None: an operator token) valid until Unix time `expires`."""
+class Keyring:
+    """The signing keys, by id: the first signs, every one verifies. Its repr shows ids only."""
+
+    def __init__(self, keys: Mapping[str, bytes]) -> None:
+        if not keys:
+            raise TokenError("no token key given")
+        for key_id, secret in keys.items():
+            if not KEY_ID.fullmatch(key_id):
+                raise TokenError(f"key id {key_id!r} must be 1-32 of A-Z a-z 0-9 _ -")
+            if len(secret) < MIN_SECRET_BYTES:
+                raise TokenError(f"the secret of key {key_id!r} needs {MIN_SECRET_BYTES} bytes")
+        self.keys = dict(keys)
+        self.current = next(iter(self.keys))
+
+    @classmethod
+    def of(cls, key: bytes | Keyring) -> Keyring:
+        """`key` itself, or a single secret as the key `default`."""
+        return key if isinstance(key, Keyring) else cls({DEFAULT_KEY_ID: key})
+
+    def __repr__(self) -> str:
+        return f"Keyring(current={self.current!r}, ids={list(self.keys)!r})"
+
+
+def mint(key: bytes | Keyring, session: str | None, expires: int) -> str:
+    """A token for `session` (None: an operator token) valid until Unix time `expires`, signed
+    with the current key."""
+    ring = Keyring.of(key)
     scope = ADMIN if session is None else SESSION_PREFIX + _b64(session.encode())
-    body = f"{VERSION}.{scope}.{expires}"
-    return f"{body}.{_sign(secret, body)}"
+    body = f"{VERSION}.{ring.current}.{scope}.{expires}"
+    return f"{body}.{_sign(ring.keys[ring.current], body)}"
 
 
-def verify(secret: bytes, token: str, now: float) -> Grant:
-    """The grant of `token` at Unix time `now`; raises `TokenError` if it is malformed, forged or
-    expired."""
+def verify(key: bytes | Keyring, token: str, now: float) -> Grant:
+    """The grant of `token` at Unix time `now`; raises `TokenError` if it is malformed, forged,
+    signed by a key that is not (or no longer) accepted, or expired."""
+    ring = Keyring.of(key)
     parts = token.split(".")
     # Tokens are ASCII by construction; anything else is refused before it is compared or parsed.
-    if not token.isascii() or len(parts) != 4 or parts[0] != VERSION:
+    if not token.isascii() or not parts:
         raise TokenError("malformed token")
-    _, scope, expires_text, signature = parts
-    body = token.rpartition(".")[0]
-    if not hmac.compare_digest(signature, _sign(secret, body)):
+    body, _, signature = token.rpartition(".")
+    if parts[0] == VERSION and len(parts) == 5:
+        _, key_id, scope, expires_text, _ = parts
+        if not KEY_ID.fullmatch(key_id):
+            raise TokenError("malformed token")
+        if key_id not in ring.keys:
+            raise TokenError("unknown or retired key")
+        signed = hmac.compare_digest(signature, _sign(ring.keys[key_id], body))
+    elif parts[0] == LEGACY and len(parts) == 4:
+        _, scope, expires_text, _ = parts
+        # Every key is tried, so that no answer says which one signed it.
+        matches = [hmac.compare_digest(signature, _sign(s, body)) for s in ring.keys.values()]
+        signed = any(matches)
+    else:
+        raise TokenError("malformed token")
+    if not signed:
         raise TokenError("bad signature")
+    return _grant(scope, expires_text, now)
+
+
+def _grant(scope: str, expires_text: str, now: float) -> Grant:
     if not expires_text.isdigit() or len(expires_text) > 12:
         raise TokenError("malformed token")
     expires = int(expires_text)
@@ -82,7 +139,36 @@ def verify(secret: bytes, token: str, now: float) -> Grant:
     return Grant(session, expires)
 
 
-def local_secret(env: dict[str, str] | os._Environ[str], path: Path = SECRET_FILE) -> bytes:
+def local_keyring(env: Mapping[str, str], path: Path = SECRET_FILE) -> Keyring:
+    """The keys: `TERMINUS_TOKEN_SECRETS`, else `TERMINUS_TOKEN_KEYS_FILE`, else one secret
+    (`local_secret`) as the key `default`."""
+    if env.get(SECRETS_VAR):
+        return Keyring(_parse_keys(env[SECRETS_VAR].split(","), SECRETS_VAR))
+    if env.get(KEYS_FILE_VAR):
+        keys_file = Path(env[KEYS_FILE_VAR])
+        try:
+            lines = keys_file.read_text().splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TokenError(f"{KEYS_FILE_VAR}: cannot read {keys_file}: {exc}") from None
+        kept = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+        return Keyring(_parse_keys(kept, str(keys_file)))
+    return Keyring.of(local_secret(env, path))
+
+
+def _parse_keys(items: list[str], where: str) -> dict[str, bytes]:
+    """`id:secret` items, the current key first; never echoes a secret in an error."""
+    keys: dict[str, bytes] = {}
+    for n, item in enumerate(items, 1):
+        key_id, colon, secret = item.strip().partition(":")
+        if not colon:
+            raise TokenError(f"{where}: item {n} is not `id:secret`")
+        if key_id in keys:
+            raise TokenError(f"{where}: key id {key_id!r} is given twice")
+        keys[key_id] = secret.strip().encode()
+    return keys
+
+
+def local_secret(env: Mapping[str, str], path: Path = SECRET_FILE) -> bytes:
     """`TERMINUS_TOKEN_SECRET`, else the secret kept in `path` (created, mode 0600, if absent)."""
     given = env.get(SECRET_VAR)
     if given:

@@ -1,17 +1,17 @@
 // The inspector page: polls the gateway's JSON and draws it. Plain DOM, no build step.
 // Every value from the server reaches the page as text (textContent / Text nodes), never as
-// markup. The operator token lives in sessionStorage and is only ever sent as a Bearer header.
+// markup. The operator token is sent once, as a Bearer header, to v1/session-cookie, which signs
+// the browser in with an HttpOnly cookie: the page never keeps it, and it is never in a URL.
 "use strict";
 
 (() => {
   const POLL_MS = 500;
   const DETAIL_MS = 1000; // an open turn's timeline is refetched this often even without a transition
   const FINAL = new Set(["finished", "failed", "cancelled"]);
-  const TOKEN_KEY = "terminus.inspector.token";
   const STATE_NAME = /^[a-z_]+$/;
   const $ = (id) => document.getElementById(id);
 
-  const view = { token: null, turns: [], selected: null, detail: null, detailKey: null, fetchedAt: 0, svg: null };
+  const view = { signedIn: false, turns: [], selected: null, detail: null, detailKey: null, fetchedAt: 0, svg: null };
 
   class HttpError extends Error {
     constructor(status, reason) {
@@ -31,42 +31,58 @@
     return el("span", STATE_NAME.test(state) ? `st st-${state}` : "st", state);
   }
 
-  // --- token --------------------------------------------------------------------------------
+  // --- signing in --------------------------------------------------------------------------
   function takeToken() {
+    // An old bookmark may still carry ?token=: use it once, then take it out of the address
+    // bar, history and screenshots.
     const url = new URL(location.href);
     const given = url.searchParams.get("token");
     if (given) {
-      sessionStorage.setItem(TOKEN_KEY, given);
-      url.searchParams.delete("token"); // out of the address bar, history and screenshots
+      url.searchParams.delete("token");
       history.replaceState(null, "", url.pathname + url.search + url.hash);
     }
-    return sessionStorage.getItem(TOKEN_KEY);
+    return given;
+  }
+
+  async function signIn(token) {
+    const response = await fetch("v1/session-cookie", {
+      method: "POST",
+      headers: { Authorization: `Bearer ${token}` },
+      cache: "no-store",
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) throw new HttpError(response.status, body.error || `HTTP ${response.status}`);
   }
 
   function askToken(reason) {
-    view.token = null;
-    sessionStorage.removeItem(TOKEN_KEY);
+    view.signedIn = false;
     $("login-reason").textContent = reason;
     $("login").hidden = false;
     $("main").hidden = true;
-    setStatus("no token", "bad");
+    setStatus("signed out", "bad");
+  }
+
+  async function signInWith(token) {
+    try {
+      await signIn(token);
+    } catch (err) {
+      askToken(`The token was refused: ${err.message}.`);
+      return;
+    }
+    start();
   }
 
   function onLogin(event) {
     event.preventDefault();
     const given = $("token-input").value.trim();
     $("token-input").value = "";
-    if (!given) return;
-    sessionStorage.setItem(TOKEN_KEY, given);
-    start(given);
+    if (given) signInWith(given);
   }
 
   // --- the API --------------------------------------------------------------------------------
   async function api(path) {
-    const response = await fetch(path, {
-      headers: { Authorization: `Bearer ${view.token}` },
-      cache: "no-store",
-    });
+    // Same origin: the session cookie goes along by itself.
+    const response = await fetch(path, { cache: "no-store", credentials: "same-origin" });
     const body = await response.json().catch(() => ({}));
     if (!response.ok) throw new HttpError(response.status, body.error || `HTTP ${response.status}`);
     return body;
@@ -80,7 +96,7 @@
 
   // --- the loop ---------------------------------------------------------------------------------
   async function tick() {
-    if (!view.token) return;
+    if (!view.signedIn) return;
     try {
       view.turns = (await api("v1/admin/turns?limit=50")).turns;
       renderTurns();
@@ -89,7 +105,8 @@
       setStatus(`live · ${new Date().toLocaleTimeString()}`, "ok");
     } catch (err) {
       if (err instanceof HttpError && (err.status === 401 || err.status === 403)) {
-        askToken(`The token was refused: ${err.message}.`);
+        const none = err.message === "token required"; // no cookie yet, or it was cleared
+        askToken(none ? "This page needs an operator token." : `The token was refused: ${err.message}.`);
         return;
       }
       setStatus(`error: ${err.message}`, "bad");
@@ -97,8 +114,8 @@
     setTimeout(tick, POLL_MS);
   }
 
-  function start(token) {
-    view.token = token;
+  function start() {
+    view.signedIn = true;
     $("login").hidden = true;
     $("main").hidden = false;
     tick();
@@ -310,6 +327,9 @@
   $("login").addEventListener("submit", onLogin);
   loadDiagram().catch((err) => setStatus(`diagram: ${err.message}`, "bad"));
   const token = takeToken();
-  if (token) start(token);
-  else askToken("This page needs an operator token.");
+  if (token) signInWith(token);
+  else
+    api("v1/session-cookie")
+      .then((me) => (me.signed_in ? start() : askToken("This page needs an operator token.")))
+      .catch((err) => askToken(`Cannot reach the gateway: ${err.message}.`));
 })();

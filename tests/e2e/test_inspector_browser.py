@@ -170,6 +170,13 @@ async def earlier_turns(producer: Producer) -> None:
     await failed.emit(StreamError, status=401, message="invalid x-api-key")
 
 
+def sign_in(page: Page, token: str) -> None:
+    """Type the operator token into the page's form and submit it, as an operator does."""
+    field = page.driver.find_element(By.ID, "token-input")
+    field.send_keys(token)
+    field.submit()
+
+
 async def test_the_page_follows_a_turn_through_truncation_retry_and_finish(
     served: Served, page: Page, tmp_path: Path
 ) -> None:
@@ -177,10 +184,16 @@ async def test_the_page_follows_a_turn_through_truncation_retry_and_finish(
     await page.call(lambda: page.driver.get(f"{served.base}/inspect"))
     await page.shows("#login-reason", "needs an operator token")
     token = mint(SECRET, None, int(time.time()) + 600)
-    await page.call(lambda: page.driver.get(f"{served.base}/inspect?token={token}"))
+    await page.call(lambda: sign_in(page, token))  # the form: the token never enters a URL
     await page.shows("#turns tbody", "t-auth-90bd")
     await page.shows("#turns tbody", "t-done-11c2")
     assert "token" not in await page.call(lambda: page.driver.current_url)
+    (cookie,) = await page.call(page.driver.get_cookies)
+    assert (cookie["name"], cookie["httpOnly"], cookie["sameSite"]) == (
+        "terminus_token",
+        True,
+        "Strict",
+    )
 
     live = served.producer.turn("s-web-7", LIVE)
     await live.start(max_attempts=3)

@@ -9,6 +9,7 @@ token signature and `?offset=²` answered 500 with a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from urllib.parse import quote
@@ -17,6 +18,9 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from redis.asyncio import Redis
+from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
+from serving import serving
 from test_gateway import (
     SECRET,
     Served,
@@ -25,9 +29,11 @@ from test_gateway import (
     served,
     token,
     turn_events,
+    until,
     updates_url,
 )
 
+from service import gateway as gateway_module
 from service.connect import connect
 from service.cursors import BadCursor, parse_cursor
 from service.gateway import Limits, create_gateway
@@ -235,3 +241,53 @@ async def test_the_auth_scheme_is_case_insensitive(scheme: str, served: Served) 
             headers={"Authorization": f"{scheme} {token('s')}"},
         )
     assert response.status_code == 200, response.text
+
+
+async def test_a_token_holds_at_most_its_cap_of_open_streams(redis: Redis, prefix: str) -> None:
+    """Issue 21: one leaked or buggy client cannot hold every connection. At the cap + 1 the
+    gateway answers 429 with a body that says why; closing a stream frees its slot."""
+    settings = Settings(prefix=prefix, partitions=4, max_streams_per_token=3)
+    app = create_gateway(redis, settings, SECRET, Limits(max_streams=3, stream_opens=1000))
+    async with serving(app) as base, httpx.AsyncClient(timeout=30) as client:
+        url, headers = updates_url(base, "capped"), auth("capped")
+        async with contextlib.AsyncExitStack() as held:
+            streams = [
+                await held.enter_async_context(client.stream("GET", url, headers=headers))
+                for _ in range(3)
+            ]
+            assert [s.status_code for s in streams] == [200, 200, 200]
+            refused = await client.get(url, headers=headers)
+            assert refused.status_code == 429
+            assert "holds 3 open update streams" in refused.json()["error"]
+            other = client.stream("GET", updates_url(base, "other"), headers=auth("other"))
+            async with other as served_too:
+                assert served_too.status_code == 200  # another token has slots of its own
+            await streams[0].aclose()
+
+            async def reopened() -> bool:
+                async with client.stream("GET", url, headers=headers) as again:
+                    return again.status_code == 200
+
+            await until(reopened, "a slot freed by the closed stream")
+
+
+@pytest.mark.parametrize(
+    "away",
+    [ClusterDownError("The cluster is down"), TryAgainError("TRYAGAIN"), SlotNotCoveredError("")],
+    ids=["clusterdown", "tryagain", "slot-not-covered"],
+)
+async def test_a_cluster_changing_hands_is_a_503_too(
+    redis: Redis, prefix: str, monkeypatch: pytest.MonkeyPatch, away: Exception
+) -> None:
+    """The chaos soak's cluster run found this: a page of messages read while a primary failed
+    over answered 500 (CLUSTERDOWN). Injected here at the read the soak caught it in."""
+
+    async def refused(*args: object, **kwargs: object) -> object:
+        raise away
+
+    monkeypatch.setattr(gateway_module, "session_messages", refused)
+    app = create_gateway(redis, Settings(prefix=prefix, partitions=4), SECRET, Limits())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+        response = await client.get("/v1/sessions/s/messages", headers=auth("s"))
+    assert (response.status_code, response.headers.get("retry-after")) == (503, "1")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
+import hmac
 import multiprocessing
 from pathlib import Path
 
@@ -10,7 +13,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.tokens import Grant, TokenError, local_secret, mint, verify
+from service.tokens import (
+    Grant,
+    Keyring,
+    TokenError,
+    local_keyring,
+    local_secret,
+    mint,
+    verify,
+)
 
 SECRET = b"s" * 32
 NOW = 1_800_000_000
@@ -39,11 +50,13 @@ def test_expiry_is_exclusive() -> None:
 @pytest.mark.parametrize(
     "tamper",
     [
-        lambda t: t.replace("v1.", "v2.", 1),
+        lambda t: t.replace("v2.", "v1.", 1),  # the legacy form, the same signature
+        lambda t: t.replace("v2.", "v3.", 1),
         lambda t: t.rpartition(".")[0],
         lambda t: t + "x",
         lambda t: t.replace(str(NOW + 60), str(NOW + 6000)),  # a longer life, same signature
-        lambda t: "v1.admin." + t.split(".", 2)[2],  # another scope, same signature
+        lambda t: "v2.default.admin." + t.split(".", 3)[3],  # another scope, same signature
+        lambda t: t.replace(".default.", ".other.", 1),  # another key id, same signature
         lambda t: "",
         lambda t: "....",
     ],
@@ -105,3 +118,72 @@ def test_concurrent_first_starts_all_read_the_one_whole_secret(tmp_path: Path) -
     assert len(set(secrets)) == 1
     assert len(secrets[0]) >= 32
     assert sorted(p.name for p in path.parent.iterdir()) == ["token-secret"]
+
+
+OLD, NEW = b"o" * 32, b"n" * 32
+
+
+def legacy_token(secret: bytes, session: str, expires: int) -> str:
+    """A token as `mint` made them before key ids (v1): no key id, the same signature scheme."""
+    body = f"v1.s-{base64.urlsafe_b64encode(session.encode()).rstrip(b'=').decode()}.{expires}"
+    mac = hmac.new(secret, body.encode(), hashlib.sha256).digest()
+    return f"{body}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
+
+
+def test_a_token_names_its_key_and_verifies_while_that_key_is_accepted() -> None:
+    old_token = mint(Keyring({"k1": OLD}), "s-1", NOW + 60)
+    assert old_token.startswith("v2.k1.")
+    rotated = Keyring({"k2": NEW, "k1": OLD})  # k2 signs from now on, k1 is still accepted
+    assert verify(rotated, old_token, NOW) == Grant("s-1", NOW + 60)
+    assert mint(rotated, "s-1", NOW + 60).startswith("v2.k2.")
+    retired = Keyring({"k2": NEW})
+    with pytest.raises(TokenError, match="retired"):
+        verify(retired, old_token, NOW)
+
+
+def test_a_legacy_token_verifies_until_its_secret_leaves_the_ring() -> None:
+    token = legacy_token(OLD, "s-1", NOW + 60)
+    assert verify(OLD, token, NOW) == Grant("s-1", NOW + 60)  # the single secret, as before
+    assert verify(Keyring({"k2": NEW, "default": OLD}), token, NOW).session == "s-1"
+    with pytest.raises(TokenError, match="signature"):
+        verify(Keyring({"k2": NEW}), token, NOW)
+
+
+@given(key_id=st.text(max_size=40))
+def test_any_key_id_is_refused_or_granted_never_raised_otherwise(key_id: str) -> None:
+    token = mint(Keyring({"k1": OLD}), "s-1", NOW + 60)
+    forged = token.replace(".k1.", f".{key_id}.", 1)
+    try:
+        grant = verify(Keyring({"k1": OLD}), forged, NOW)
+    except TokenError:
+        return
+    assert key_id == "k1"
+    assert grant.session == "s-1"
+
+
+def test_keys_come_from_the_environment_or_a_file(tmp_path: Path) -> None:
+    ring = local_keyring({"TERMINUS_TOKEN_SECRETS": f"new:{'n' * 20}, old:{'o' * 20}"})
+    assert (ring.current, list(ring.keys)) == ("new", ["new", "old"])
+    keys = tmp_path / "keys"
+    keys.write_text(f"# current first\nnew:{'n' * 20}\n\nold:{'o' * 20}\n")
+    assert local_keyring({"TERMINUS_TOKEN_KEYS_FILE": str(keys)}).keys == ring.keys
+    single = local_keyring({"TERMINUS_TOKEN_SECRET": "x" * 20})
+    assert single.keys == {"default": b"x" * 20}
+    assert "x" * 20 not in repr(single)
+    assert "n" * 20 not in repr(ring)
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("new", "not `id:secret`"),
+        (f"new:{'n' * 20},new:{'m' * 20}", "twice"),
+        ("new:short", "16 bytes"),
+        (f"bad id:{'n' * 20}", "key id"),
+    ],
+)
+def test_a_bad_key_list_is_refused_without_echoing_a_secret(value: str, error: str) -> None:
+    with pytest.raises(TokenError, match=error) as refused:
+        local_keyring({"TERMINUS_TOKEN_SECRETS": value})
+    assert "n" * 20 not in str(refused.value)
+    assert "short" not in str(refused.value)
