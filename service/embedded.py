@@ -143,8 +143,12 @@ class EmbeddedRedis:
             raise
         return self
 
+    def probe(self) -> redis.Redis:
+        """A client that may ask the server for INFO, to tell when it is ready."""
+        return redis.Redis(port=self.port, socket_timeout=1, socket_connect_timeout=1)
+
     def _wait_ready(self, process: subprocess.Popen[bytes]) -> None:
-        client = redis.Redis(port=self.port, socket_timeout=1, socket_connect_timeout=1)
+        client = self.probe()
         deadline = time.monotonic() + self.timeout
         try:
             while time.monotonic() < deadline:
@@ -160,7 +164,7 @@ class EmbeddedRedis:
         finally:
             client.close()
         raise EmbeddedRedisError(
-            f"redis-server did not answer within {self.timeout}s on {self.url}"
+            f"redis-server did not answer within {self.timeout}s on port {self.port}"
         )
 
     def stop(self) -> None:

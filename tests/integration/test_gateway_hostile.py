@@ -161,7 +161,7 @@ async def one_request(
     url: str, route: str, value: str, params: dict[str, str], headers: dict[str, str], kind: str
 ) -> int:
     redis = connect(url)
-    prefix = f"hostile-{uuid.uuid4().hex[:6]}"
+    prefix = f"t-hostile-{uuid.uuid4().hex[:6]}"  # under the `prefix` fixture's root, `t-`
     app = create_gateway(redis, Settings(prefix=prefix, partitions=4), SECRET, Limits())
     path = route.format(value=quote(value, safe="")) if "{value}" in route else route
     if route.endswith("/updates"):

@@ -88,10 +88,12 @@ def test_partitions_spread_over_distinct_slots() -> None:
     assert len({key_slot(Keys(p).inbound.encode()) for p in range(16)}) == 16
 
 
-async def test_one_transaction_writes_every_key_of_a_partition(redis: Redis, prefix: str) -> None:
+async def test_one_transaction_writes_every_key_of_a_partition(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
     keys = keys_for_session("session-a", 16, prefix)
     names = partition_keys(keys, "session-a", "turn-1")
-    async with redis.pipeline(transaction=True) as pipe:
+    async with admin_redis.pipeline(transaction=True) as pipe:  # one MULTI of every kind of key
         for name in names:
             pipe.set(name, b"x")
         await pipe.execute()

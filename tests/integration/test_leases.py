@@ -21,21 +21,23 @@ async def expire() -> None:
     await asyncio.sleep(SHORT_TTL * 3 / 1000)
 
 
-async def test_a_free_lease_is_taken_with_a_new_epoch(redis: Redis, prefix: str) -> None:
+async def test_a_free_lease_is_taken_with_a_new_epoch(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
     leases = Leases(redis, prefix)
     assert await leases.acquire(0, "worker-a", TTL) == 1
     assert await redis.get(Keys(0, prefix).lease) == b"worker-a:1"
-    assert 0 < await redis.pttl(Keys(0, prefix).lease) <= TTL
+    assert 0 < await admin_redis.pttl(Keys(0, prefix).lease) <= TTL
 
 
 async def test_a_held_lease_is_refused_to_others_and_renewed_for_its_owner(
-    redis: Redis, prefix: str
+    redis: Redis, admin_redis: Redis, prefix: str
 ) -> None:
     leases = Leases(redis, prefix)
     assert await leases.acquire(3, "host:1", SHORT_TTL) == 1
     assert await leases.acquire(3, "host:2", TTL) is None
     assert await leases.acquire(3, "host:1", TTL) == 1
-    assert await redis.pttl(Keys(3, prefix).lease) > SHORT_TTL
+    assert await admin_redis.pttl(Keys(3, prefix).lease) > SHORT_TTL
     assert await redis.get(Keys(3, prefix).epoch) == b"1"
 
 
@@ -56,14 +58,14 @@ async def test_partitions_have_their_own_leases(redis: Redis, prefix: str) -> No
     assert await leases.acquire(1, "worker-b", TTL) == 1
 
 
-async def test_the_owner_renews_and_releases(redis: Redis, prefix: str) -> None:
+async def test_the_owner_renews_and_releases(redis: Redis, admin_redis: Redis, prefix: str) -> None:
     leases = Leases(redis, prefix)
     epoch = await leases.acquire(2, "worker-a", SHORT_TTL)
     assert epoch == 1
     assert await leases.renew(2, "worker-a", epoch, TTL)
-    assert await redis.pttl(Keys(2, prefix).lease) > SHORT_TTL
+    assert await admin_redis.pttl(Keys(2, prefix).lease) > SHORT_TTL
     assert await leases.release(2, "worker-a", epoch)
-    assert await redis.exists(Keys(2, prefix).lease) == 0
+    assert await admin_redis.exists(Keys(2, prefix).lease) == 0
     assert not await leases.renew(2, "worker-a", epoch, TTL)
     assert not await leases.release(2, "worker-a", epoch)
 

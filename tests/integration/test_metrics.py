@@ -187,7 +187,7 @@ async def test_render_metrics_counts_the_workload_exactly(redis: Redis, worker: 
 
 
 async def test_render_metrics_has_pending_lag_and_the_workers_own_metrics(
-    redis: Redis, worker: Worker
+    redis: Redis, admin_redis: Redis, worker: Worker
 ) -> None:
     settings = worker.settings
 
@@ -203,7 +203,7 @@ async def test_render_metrics_has_pending_lag_and_the_workers_own_metrics(
     assert total(samples, "terminus_commit_seconds_sum", worker="worker-m") > 0
     assert total(samples, "terminus_lease_changes_total", kind="acquired") == PARTITIONS
     used = {str(partition_of(s, PARTITIONS)) for s in ("s-retry", "s-fail", "s-ok", "s-bad")}
-    reports_lag = await server_reports_lag(redis)
+    reports_lag = await server_reports_lag(admin_redis)
     for partition in used:
         assert ("terminus_partition_pending", frozenset({("partition", partition)})) in samples
         lag = ("terminus_partition_lag", frozenset({("partition", partition)}))
@@ -221,13 +221,14 @@ async def test_render_metrics_has_pending_lag_and_the_workers_own_metrics(
     assert samples.get(lag) == (1 if reports_lag else None)
 
 
-async def server_reports_lag(redis: Redis) -> bool:
-    """XINFO GROUPS has `lag` from Redis 7 on; on 6.2 the gauge is omitted."""
-    info = await redis.info("server")
+async def server_reports_lag(admin: Redis) -> bool:
+    """XINFO GROUPS has `lag` from Redis 7 on; on 6.2 the gauge is omitted. INFO is not the
+    service's: `admin` may run it."""
+    info = await admin.info("server")
     return int(str(info["redis_version"]).split(".")[0]) >= 7
 
 
-async def test_a_replay_counts_the_same(redis: Redis, worker: Worker) -> None:
+async def test_a_replay_counts_the_same(redis: Redis, admin_redis: Redis, worker: Worker) -> None:
     await worker.stop()
     settings = worker.settings
     target = f"{settings.prefix}-again"
@@ -237,7 +238,7 @@ async def test_a_replay_counts_the_same(redis: Redis, worker: Worker) -> None:
         for partition in range(PARTITIONS):
             live = await redis.hgetall(Keys(partition, settings.prefix).metrics)
             assert live == await redis.hgetall(Keys(partition, target).metrics)
-        assert await redis.exists(Keys(partition_of("s-retry", PARTITIONS), target).metrics)
+        assert await admin_redis.exists(Keys(partition_of("s-retry", PARTITIONS), target).metrics)
 
         keys = keys_for_session("s-fail", PARTITIONS, settings.prefix)
         await redis.hincrby(keys.metrics, '["failures","type","auth"]', 1)
@@ -273,7 +274,9 @@ async def test_turn_events_are_logged_with_their_ids(
     assert {r.__dict__["worker"] for r in noted} == {"worker-l"}
 
 
-async def test_a_commit_refused_for_a_lost_lease_counts_nothing(redis: Redis, prefix: str) -> None:
+async def test_a_commit_refused_for_a_lost_lease_counts_nothing(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
     settings = settings_for(prefix)
     keys = keys_for_session("s-retry", PARTITIONS, prefix)
     await Producer(redis, partitions=PARTITIONS, prefix=prefix).publish(retried())
@@ -292,7 +295,7 @@ async def test_a_commit_refused_for_a_lost_lease_counts_nothing(redis: Redis, pr
     with pytest.raises(LeaseLost):
         await owner.process(entries)
     assert owner.stats.counts, "the batch had counts to commit"
-    assert await redis.exists(keys.metrics) == 0
+    assert await admin_redis.exists(keys.metrics) == 0
     assert owner.metrics.commits == 0
     samples = await scrape(redis, settings)
     assert total(samples, "terminus_events_in_total") == 0

@@ -209,9 +209,7 @@ async def message_text(redis: Redis, prefix: str, session_id: str, turn_id: str)
 
 
 async def pending(redis: Redis, keys: Keys) -> int:
-    if not await redis.exists(keys.inbound):
-        return 0
-    with contextlib.suppress(Exception):  # no group yet: nothing was read
+    with contextlib.suppress(Exception):  # no log or no group yet: nothing was read
         return int((await redis.xpending(keys.inbound, GROUP))["pending"])
     return 0
 
@@ -239,7 +237,9 @@ async def owned(redis: Redis, prefix: str, partition: int, worker_id: str) -> Pa
 # (a) the pump reloads its scripts when the server lost them
 
 
-async def test_a_commit_in_hand_lands_after_script_flush(redis: Redis, prefix: str) -> None:
+async def test_a_commit_in_hand_lands_after_script_flush(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
     keys = Keys(partition_of(SESSION, PARTITIONS), prefix)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
     script = answer(SESSION, "t-1", 6)
@@ -251,14 +251,14 @@ async def test_a_commit_in_hand_lands_after_script_flush(redis: Redis, prefix: s
 
     await pump.round()  # the drain, then the read: the batch is folded, not committed
     assert owner.batch is not None
-    await redis.script_flush()
+    await admin_redis.script_flush()
     await pump.round()  # commit-and-read: NOSCRIPT, loaded, sent again
     assert owner.batch is None
     assert not owner.done
     assert await pending(redis, keys) == 0
     assert await text_of(redis, keys, "t-1") == "".join(words("t-1", 6)[:3])
 
-    await redis.script_flush()
+    await admin_redis.script_flush()
     await producer.publish(script.events[opened:])
     for _ in range(10):  # the wait (XREAD) wakes it, then a read (NOSCRIPT again)
         await pump.round()
@@ -275,7 +275,7 @@ async def test_a_commit_in_hand_lands_after_script_flush(redis: Redis, prefix: s
 
 
 async def test_a_running_worker_goes_on_after_script_flush(
-    redis: Redis, prefix: str, workers: StartWorker
+    redis: Redis, admin_redis: Redis, prefix: str, workers: StartWorker
 ) -> None:
     keys = Keys(partition_of(SESSION, PARTITIONS), prefix)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
@@ -289,7 +289,7 @@ async def test_a_running_worker_goes_on_after_script_flush(
     await until(lambda: finished("t-1"), "t-1 to finish")
     await until(lambda: _owns_all(worker), "the worker to own every partition")
     owners = dict(worker.owners)
-    await redis.script_flush()
+    await admin_redis.script_flush()
     await producer.publish(answer(SESSION, "t-2", 3).events)
     await until(lambda: finished("t-2"), "t-2 to finish after SCRIPT FLUSH")
     assert await message_text(redis, prefix, SESSION, "t-2") == "".join(words("t-2", 3))
@@ -307,7 +307,7 @@ async def _owns_all(worker: Worker) -> bool:
 
 @pytest.mark.parametrize("lanes", [1, 3])
 async def test_every_lane_count_applies_every_turn_exactly(
-    redis: Redis, prefix: str, workers: StartWorker, lanes: int
+    redis: Redis, admin_redis: Redis, prefix: str, workers: StartWorker, lanes: int
 ) -> None:
     sessions = [session_in(p, n) for p in range(PARTITIONS) for n in range(2)]
     scripts = [
@@ -342,7 +342,7 @@ async def test_every_lane_count_applies_every_turn_exactly(
         assert by_id(messages) == by_id(expected[session].messages)
     for p in range(PARTITIONS):
         assert await pending(redis, Keys(p, prefix)) == 0
-        assert await redis.zcard(Keys(p, prefix).open_turns) == 0
+        assert await admin_redis.zcard(Keys(p, prefix).open_turns) == 0
     assert await dead_letters(redis, partitions=PARTITIONS, prefix=prefix) == []
 
 
@@ -351,7 +351,7 @@ async def test_every_lane_count_applies_every_turn_exactly(
 
 @pytest.mark.parametrize("first_worker_ends", ["stopped", "crashed"])
 async def test_a_turn_taken_over_mid_stream_ends_with_its_whole_text(
-    redis: Redis, prefix: str, workers: StartWorker, first_worker_ends: str
+    redis: Redis, admin_redis: Redis, prefix: str, workers: StartWorker, first_worker_ends: str
 ) -> None:
     keys = Keys(partition_of(SESSION, PARTITIONS), prefix)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
@@ -395,7 +395,7 @@ async def test_a_turn_taken_over_mid_stream_ends_with_its_whole_text(
     assert keys.partition in b.partitions
     assert _text(await redis.get(keys.lease)).startswith("worker-b:")
     assert await message_text(redis, prefix, SESSION, "t-1") == "".join(text)
-    assert await redis.exists(keys.tail("t-1")) == 0, "a final turn keeps no tail"
+    assert await admin_redis.exists(keys.tail("t-1")) == 0, "a final turn keeps no tail"
     final = await snapshot(redis, keys, "t-1")
     assert final is not None
     assert final.current is not None
@@ -477,7 +477,7 @@ async def test_retire_of_an_idle_pump_ends_the_owner_and_leaves_its_entries_pend
 
 
 async def test_a_commit_in_hand_on_a_lost_lease_writes_nothing_and_ends_the_owner(
-    redis: Redis, prefix: str
+    redis: Redis, admin_redis: Redis, prefix: str
 ) -> None:
     keys = Keys(partition_of(SESSION, PARTITIONS), prefix)
     await Producer(redis, partitions=PARTITIONS, prefix=prefix).publish(
@@ -497,12 +497,12 @@ async def test_a_commit_in_hand_on_a_lost_lease_writes_nothing_and_ends_the_owne
     assert owner.fold.turns == {}
     assert pump.owners == {}
     assert await snapshot(redis, keys, "t-1") is None
-    assert await redis.exists(keys.session(SESSION)) == 0
+    assert await admin_redis.exists(keys.session(SESSION)) == 0
     assert await pending(redis, keys) > 0, "left for the new owner's drain"
 
 
 async def test_stopping_a_busy_worker_leaves_nothing_pending_and_releases_every_lease(
-    redis: Redis, prefix: str, workers: StartWorker
+    redis: Redis, admin_redis: Redis, prefix: str, workers: StartWorker
 ) -> None:
     sessions = [session_in(p) for p in range(PARTITIONS)]
     scripts = [answer(s, f"{s}-t", 1_000) for s in sessions]
@@ -526,7 +526,7 @@ async def test_stopping_a_busy_worker_leaves_nothing_pending_and_releases_every_
         keys = Keys(p, prefix)
         assert await pending(redis, keys) == 0
         assert await redis.get(keys.lease) is None
-    assert await redis.zscore(workers_key(prefix), "worker-a") is None
+    assert await admin_redis.zscore(workers_key(prefix), "worker-a") is None
     assert a.partitions == set()
 
     await workers("worker-b")  # the rest, exactly once, from where worker-a stopped

@@ -103,14 +103,17 @@ async def play(redis: Redis, producer: Producer, prefix: str, session: str) -> N
     await until(partial(_in, redis, prefix, session, frozenset((final,))), f"{session} {final}")
 
 
-async def leave_poison(redis: Redis, producer: Producer, prefix: str, settings: Settings) -> None:
-    """An entry a crashed worker was handed `max_deliveries` times: dead on the next takeover."""
+async def leave_poison(
+    redis: Redis, admin: Redis, producer: Producer, prefix: str, settings: Settings
+) -> None:
+    """An entry a crashed worker was handed `max_deliveries` times: dead on the next takeover.
+    The count is set with XCLAIM, which the service never sends: `admin` may."""
     inbound = keys_of("s-dead", prefix).inbound
     await redis.xgroup_create(inbound, GROUP, id="0-0", mkstream=True)
     poison = TurnStarted(session_id="s-dead", turn_id="t-poison", seq=0)
     [poison_id] = await producer.publish([poison])
     await redis.xreadgroup(GROUP, "crashed", {inbound: ">"}, count=10)
-    await redis.xclaim(
+    await admin.xclaim(
         inbound, GROUP, "crashed", 0, [poison_id], retrycount=settings.max_deliveries
     )
 
@@ -155,12 +158,12 @@ async def quiet(redis: Redis, prefix: str) -> bool:
 
 
 @pytest.fixture
-async def traffic(redis: Redis, prefix: str) -> Settings:
+async def traffic(redis: Redis, admin_redis: Redis, prefix: str) -> Settings:
     """Completed, retried, failed, open, dead-lettered and duplicated turns, all committed by an
     in-process worker that is stopped before the test looks; returns the worker's settings."""
     settings = settings_for(prefix)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
-    await leave_poison(redis, producer, prefix, settings)
+    await leave_poison(redis, admin_redis, producer, prefix, settings)
     worker = Worker(redis, settings)
     task = asyncio.create_task(worker.run())
     try:
@@ -231,9 +234,9 @@ TAMPERING: Final = {
 
 @pytest.mark.parametrize("what", sorted(TAMPERING))
 async def test_replay_reports_the_first_difference_after_tampering(
-    redis: Redis, traffic: Settings, what: str
+    redis: Redis, admin_redis: Redis, traffic: Settings, what: str
 ) -> None:
-    expected = await TAMPERING[what](redis, traffic.prefix)
+    expected = await TAMPERING[what](admin_redis, traffic.prefix)  # XDEL: not the service's
     report = await replay(redis, traffic, verify=True)
     assert len(report.differences) == 1, report.differences
     assert report.differences[0].startswith(expected), report.differences[0]

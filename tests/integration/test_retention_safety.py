@@ -193,7 +193,7 @@ async def test_an_archiver_without_the_lease_releases_and_trims_nothing(
 
 
 async def test_a_late_event_after_the_tombstone_is_forgotten_is_a_dead_letter(
-    redis: Redis, prefix: str, tmp_path: Path
+    redis: Redis, admin_redis: Redis, prefix: str, tmp_path: Path
 ) -> None:
     """Tombstones last `retain_ms` after the release (memory stays bounded); after that the turn
     is unknown, and a late event for it is dead-lettered, raw bytes and reason, not lost."""
@@ -216,7 +216,7 @@ async def test_a_late_event_after_the_tombstone_is_forgotten_is_a_dead_letter(
     await Leases(redis, prefix).release(0, ME, int(lease.rsplit(":", 1)[1]))
     await settle(redis, settings)
     assert await redis.get(keys.turn("t" + session)) is None
-    assert await redis.zscore(keys.archived, "t" + session) is None
+    assert await admin_redis.zscore(keys.archived, "t" + session) is None
 
     late = answer(session, "t" + session)[-1]
     await Producer(redis, partitions=PARTITIONS, prefix=prefix).publish([late])
@@ -238,7 +238,7 @@ class ANewTurnComesMeanwhile(Archiver):
 
 
 async def test_an_idle_session_stream_goes_unless_a_turn_wrote_to_it_since(
-    redis: Redis, prefix: str, tmp_path: Path
+    redis: Redis, admin_redis: Redis, prefix: str, tmp_path: Path
 ) -> None:
     settings = archived_settings(prefix, tmp_path)
     quiet_session, busy_session = same_partition(2)
@@ -249,7 +249,7 @@ async def test_an_idle_session_stream_goes_unless_a_turn_wrote_to_it_since(
     await Archiver(redis, settings, archive, 0).run(0, lease)
     await Leases(redis, prefix).release(0, ME, int(lease.rsplit(":", 1)[1]))
     await settle(redis, settings)
-    assert await redis.exists(keys.session(quiet_session)) == 0  # every turn archived, idle
+    assert await admin_redis.exists(keys.session(quiet_session)) == 0  # every turn archived, idle
 
     await finished(redis, settings, [busy_session])
     frames = await redis.xlen(keys.session(busy_session))

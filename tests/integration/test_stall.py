@@ -155,7 +155,7 @@ async def transitions(redis: Redis, prefix: str, turn_id: str) -> list[tuple[str
 
 
 async def test_a_silent_attempt_is_stalled_retried_and_failed_when_no_retry_comes(
-    redis: Redis, prefix: str, worker: StartWorker
+    redis: Redis, admin_redis: Redis, prefix: str, worker: StartWorker
 ) -> None:
     await Producer(redis, partitions=PARTITIONS, prefix=prefix).publish(silent_attempt("t-1"))
     await worker(stall_timeout_ms=SHORT_MS, tool_timeout_ms=LONG_MS)
@@ -178,11 +178,11 @@ async def test_a_silent_attempt_is_stalled_retried_and_failed_when_no_retry_come
     assert frames[-1] is errors[0]
     assert [(a.outcome, a.reason) for a in turn.history] == [("truncated", "stalled")]
     assert turn.ignored == {}  # no stall was appended twice, or it would count as a duplicate
-    assert await redis.zscore(keys_of(prefix).open_turns, "t-1") is None
+    assert await admin_redis.zscore(keys_of(prefix).open_turns, "t-1") is None
 
 
 async def test_a_turn_awaiting_its_next_step_waits_for_the_tool_timeout(
-    redis: Redis, prefix: str, worker: StartWorker
+    redis: Redis, admin_redis: Redis, prefix: str, worker: StartWorker
 ) -> None:
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
     await producer.publish([*tool_step("t-tools"), *silent_attempt("t-silent")])
@@ -196,7 +196,7 @@ async def test_a_turn_awaiting_its_next_step_waits_for_the_tool_timeout(
     assert tools.state is TurnState.AWAITING_STEP
     entries = await log_entries(redis, keys_of(prefix).inbound)
     last_id = [i for i, e in entries if e.turn_id == "t-tools"][-1]
-    deadline = await redis.zscore(keys_of(prefix).open_turns, "t-tools")
+    deadline = await admin_redis.zscore(keys_of(prefix).open_turns, "t-tools")
     assert deadline == entry_ms(last_id) + LONG_MS
 
 

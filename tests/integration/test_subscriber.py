@@ -13,9 +13,11 @@ import random
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Final, NamedTuple, cast
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
+from backends import as_user, at_port
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -257,10 +259,10 @@ async def test_a_consumer_leaving_at_random_points_resumes_without_gap_or_duplic
 async def test_the_sdk_resumes_by_itself_across_cut_connections(
     served: Served, kind: str, redis_url: str
 ) -> None:
-    upstream = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    upstream = urlsplit(redis_url).port or 6379
     upstream = upstream if kind == "redis" else int(served.base.rsplit(":", 1)[1])
     async with CutProxy(upstream) as proxy:
-        through = Redis(host="127.0.0.1", port=proxy.port)
+        through = Redis.from_url(at_port(redis_url, proxy.port))  # TLS and user as `redis_url`
         served_through = served._replace(redis=through)
         source = source_of(kind, served_through, "s-3", f"http://127.0.0.1:{proxy.port}")
         backoff = Backoff(initial_s=0.01, max_s=0.1)
@@ -323,13 +325,15 @@ async def test_bad_tokens_raise_without_retrying(served: Served) -> None:
     assert time.monotonic() - started < 2
 
 
-async def test_redis_credentials_and_acl_refusals_raise(served: Served, redis_url: str) -> None:
+async def test_redis_credentials_and_acl_refusals_raise(
+    served: Served, redis_url: str, admin_redis: Redis
+) -> None:
     user = f"sub-{served.settings.prefix}"
-    await served.redis.acl_setuser(user, enabled=True, passwords=["+right-password"],
-                                   commands=["+ping"], keys=[])  # fmt: skip
+    await admin_redis.acl_setuser(user, enabled=True, passwords=["+right-password"],
+                                  commands=["+ping"], keys=[])  # fmt: skip
     clients = [
-        Redis.from_url(redis_url, username=user, password="wrong-password"),
-        Redis.from_url(redis_url, username=user, password="right-password"),
+        Redis.from_url(as_user(redis_url, user, "wrong-password")),
+        Redis.from_url(as_user(redis_url, user, "right-password")),
     ]
     try:
         for client in clients:
@@ -339,7 +343,7 @@ async def test_redis_credentials_and_acl_refusals_raise(served: Served, redis_ur
     finally:
         for client in clients:
             await client.aclose()
-        await served.redis.acl_deluser(user)
+        await admin_redis.acl_deluser(user)
 
 
 async def test_a_429_is_waited_out_for_its_retry_after(served: Served) -> None:

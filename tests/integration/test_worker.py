@@ -230,13 +230,13 @@ async def test_an_owner_whose_lease_moved_on_stops_before_reading(
 
 
 async def test_claim_reports_how_often_each_pending_entry_was_delivered(
-    redis: Redis, prefix: str
+    redis: Redis, admin_redis: Redis, prefix: str
 ) -> None:
     keys = Keys(0, prefix)
     await redis.xgroup_create(keys.inbound, GROUP, id="0-0", mkstream=True)
     first, second = [await add(redis, keys.inbound, {FIELD: b"x"}) for _ in range(2)]
     await crash_reading(redis, keys)
-    await redis.xclaim(keys.inbound, GROUP, "crashed", 0, [first], retrycount=7)
+    await admin_redis.xclaim(keys.inbound, GROUP, "crashed", 0, [first], retrycount=7)
     assert await Leases(redis, prefix).acquire(0, "worker-b", 10_000) == 1
     fenced = [keys.lease, keys.inbound]
     args: list[Arg] = [lease_value("worker-b", 1), GROUP, "worker-b", "0-0", 10]
@@ -248,7 +248,7 @@ async def test_claim_reports_how_often_each_pending_entry_was_delivered(
 
 
 async def test_takeover_applies_pending_entries_before_new_ones_and_kills_poison(
-    redis: Redis, prefix: str, workers: StartWorker
+    redis: Redis, admin_redis: Redis, prefix: str, workers: StartWorker
 ) -> None:
     keys = keys_of(prefix)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
@@ -258,8 +258,10 @@ async def test_takeover_applies_pending_entries_before_new_ones_and_kills_poison
     old = await producer.publish([*events[:4], poison])
     await crash_reading(redis, keys)
     # Delivered MAX times before the takeover: one more is still allowed. The poison is not.
-    await redis.xclaim(keys.inbound, GROUP, "crashed", 0, [old[0]], retrycount=MAX_DELIVERIES - 1)
-    await redis.xclaim(keys.inbound, GROUP, "crashed", 0, [old[4]], retrycount=MAX_DELIVERIES)
+    await admin_redis.xclaim(
+        keys.inbound, GROUP, "crashed", 0, [old[0]], retrycount=MAX_DELIVERIES - 1
+    )
+    await admin_redis.xclaim(keys.inbound, GROUP, "crashed", 0, [old[4]], retrycount=MAX_DELIVERIES)
     await producer.publish(events[4:])  # never delivered: must be applied after the pending ones
 
     await workers()
