@@ -7,6 +7,10 @@ import contextlib
 import hashlib
 import hmac
 import multiprocessing
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -187,3 +191,18 @@ def test_a_bad_key_list_is_refused_without_echoing_a_secret(value: str, error: s
         local_keyring({"TERMINUS_TOKEN_SECRETS": value})
     assert "n" * 20 not in str(refused.value)
     assert "short" not in str(refused.value)
+
+
+def test_terminus_token_mints_with_the_current_key(tmp_path: Path) -> None:
+    env = {**os.environ, "TERMINUS_TOKEN_SECRETS": f"k2:{'n' * 20},k1:{'o' * 20}"}
+    env.pop("TERMINUS_TOKEN_SECRET", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "service", "token", "--admin", "--ttl", "60"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    token = done.stdout.strip()
+    assert token.startswith("v2.k2.admin.")
+    ring = Keyring({"k2": b"n" * 20, "k1": b"o" * 20})
+    assert verify(ring, token, time.time()).admin
+    with pytest.raises(TokenError, match="retired"):
+        verify(Keyring({"k1": b"o" * 20}), token, time.time())
