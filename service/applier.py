@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from redis.asyncio import Redis
+
 from service.archive_records import TOMBSTONE, Release
 from service.commit import Batch
 from service.decoding import Decoded as Decoded
@@ -40,6 +42,7 @@ from service.metrics_domain import (
     fields,
     observe,
 )
+from service.replies import mget
 from service.snapshots import TailLedger
 from statemachines.config import CoreConfig
 from statemachines.errors import CoreError
@@ -269,3 +272,10 @@ class _Run:
     touched: dict[str, str] = field(default_factory=dict)
     message_ms: list[int] = field(default_factory=list)  # entry ms of each message in `out`
     ignored: list[str] = field(default_factory=list)  # reasons of the outputs written so far
+
+
+async def load_turns(redis: Redis, fold: PartitionFold, turn_ids: Iterable[str]) -> None:
+    """Bring the snapshots of those turns the fold does not hold yet into it, in one MGET."""
+    missing = [t for t in turn_ids if t not in fold.turns]
+    if missing:
+        fold.loaded(missing, await mget(redis, fold.snapshot_keys(missing)))

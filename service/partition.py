@@ -28,6 +28,7 @@ from service.applier import (
     PartitionFold,
     Timeouts,
     decode_entries,
+    load_turns,
     pairs,
     read_entries,
 )
@@ -36,7 +37,7 @@ from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
 from service.logs import log_notes
 from service.metrics_worker import WorkerMetrics
-from service.replies import load_turns, text
+from service.replies import text
 from service.scripts import script
 from service.settings import Settings
 from service.stall import StallTimer

@@ -29,14 +29,14 @@ from typing import Final, cast
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from service.applier import Entry, PartitionFold, Timeouts, decode_entries
+from service.applier import Entry, PartitionFold, Timeouts, decode_entries, load_turns
 from service.archive import Archive, partition_prefix, segment_info
 from service.archive_records import id_key, unpack_segment
 from service.commit import commit_or_raise
 from service.connect import execute
 from service.keys import GROUP, Keys
 from service.leases import Leases, lease_value
-from service.replies import load_turns, text, xrange
+from service.replies import text, xrange
 from service.settings import Settings
 from service.verify import compare
 

@@ -1,16 +1,15 @@
 """Typed wrappers for the redis-py replies terminus reads (its stubs type them loosely).
 
-Every client terminus creates returns bytes (no `decode_responses`), so these casts hold.
+Every client terminus creates returns bytes (no `decode_responses`), so these casts hold. A leaf:
+the subscriber SDK imports it, so it must not import the fold (or the core) with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import cast
 
 from redis.asyncio import Redis
-
-from service.applier import PartitionFold
 
 Fields = dict[bytes, bytes]
 StreamEntry = tuple[bytes, Fields]
@@ -28,13 +27,6 @@ async def xrange(
     redis: Redis, key: str, start: str = "-", end: str = "+", count: int | None = None
 ) -> list[StreamEntry]:
     return cast("list[StreamEntry]", await redis.xrange(key, start, end, count))
-
-
-async def load_turns(redis: Redis, fold: PartitionFold, turn_ids: Iterable[str]) -> None:
-    """Bring the snapshots of those turns the fold does not hold yet into it, in one MGET."""
-    missing = [t for t in turn_ids if t not in fold.turns]
-    if missing:
-        fold.loaded(missing, await mget(redis, fold.snapshot_keys(missing)))
 
 
 async def mget(redis: Redis, keys: list[str]) -> list[bytes | None]:

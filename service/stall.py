@@ -16,10 +16,10 @@ from redis.asyncio import Redis
 
 from events.codec import encode_event
 from events.inbound import AttemptStalled
-from service.applier import PartitionFold
+from service.applier import PartitionFold, load_turns
 from service.commit import FIELD
 from service.keys import Keys
-from service.replies import load_turns, zrange_due
+from service.replies import zrange_due
 from service.scripts import script
 from service.settings import Settings
 from statemachines.states import FINAL_STATES
