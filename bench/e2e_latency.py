@@ -26,8 +26,7 @@ from bench.e2e_workload import markers
 from events.codec import encode_event
 from events.inbound import InboundEvent, ReasoningDelta, TextDelta
 from service.connect import is_cluster
-from service.keys import keys_for_session
-from service.producer import FIELD
+from service.keys import FIELD, keys_for_session
 from service.replies import xread
 
 TICK_S: Final = 0.001

@@ -18,8 +18,7 @@ from urllib.parse import unquote, urlparse
 
 from events.codec import encode_event
 from events.inbound import InboundEvent
-from service.keys import keys_for_session
-from service.producer import FIELD
+from service.keys import FIELD, keys_for_session
 
 SYNC_TIMEOUT_S: Final = 30.0
 

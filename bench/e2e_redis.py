@@ -21,8 +21,8 @@ from redis.exceptions import ResponseError
 from events.codec import encode_event
 from events.inbound import InboundEvent
 from service.connect import is_cluster
-from service.keys import GROUP, Keys, keys_for_session, partition_of
-from service.producer import FIELD, Producer
+from service.keys import FIELD, GROUP, Keys, keys_for_session, partition_of
+from service.producer import Producer
 from service.replay import clear_prefix
 
 PIPELINE_EVENTS: Final = 1000

@@ -30,8 +30,7 @@ from bench.soak_reads import read_streams
 from bench.soak_series import Series
 from events.codec import encode_event
 from events.inbound import InboundEvent
-from service.keys import keys_for_session
-from service.producer import FIELD
+from service.keys import FIELD, keys_for_session
 from service.replies import StreamReply
 from service.settings import Settings
 

@@ -16,8 +16,7 @@ from redis.exceptions import RedisError
 
 from bench.soak_reads import read_streams
 from events.codec import CodecError, decode_event, sniff_format
-from service.keys import Keys
-from service.producer import FIELD
+from service.keys import FIELD, Keys
 from service.settings import Settings
 
 Position = tuple[str, int, int, int]  # turn, step, attempt, seq: an event's identity

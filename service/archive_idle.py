@@ -20,9 +20,8 @@ from redis.asyncio import Redis
 
 from service.archive_reads import frame_turn, mget_all, read_head
 from service.archive_records import TOMBSTONE, id_key
-from service.commit import FIELD
 from service.connect import execute
-from service.keys import Keys
+from service.keys import FIELD, Keys
 from service.replies import StreamEntry, text
 
 RESTING_PAGE: Final = 1_000  # resting sessions judged per pass, the longest resting first

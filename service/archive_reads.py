@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from service.archive_records import TOMBSTONE, id_key
-from service.keys import GROUP, Keys
+from service.keys import GROUP, START, Keys
 from service.replies import text, xrange
 from statemachines.states import FINAL_STATES, TurnState
 
@@ -77,7 +77,7 @@ async def delivered_limit(redis: Redis, keys: Keys) -> str | None:
     except ResponseError:  # no such stream: nothing was ever published here
         return None
     group = next((g for g in groups if text(g["name"]) == GROUP), None)
-    if group is None or text(group["last-delivered-id"]) == "0-0":
+    if group is None or text(group["last-delivered-id"]) == START:
         return None
     summary = await redis.xpending(keys.inbound, GROUP)
     if summary["pending"]:

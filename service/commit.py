@@ -32,7 +32,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from events.codec import encode_json, encode_msgpack
 from events.outbound import SessionUpdate
-from service.keys import GROUP, Keys
+from service.keys import FIELD, GROUP, Keys
 from service.scripts import script
 from service.snapshots import Stored
 from statemachines.outputs import Outputs
@@ -40,7 +40,6 @@ from statemachines.projection import message_id_of
 from statemachines.states import FINAL_STATES
 from statemachines.turn import Turn
 
-FIELD: Final = b"e"
 UNCAPPED: Final = 0
 TRANSITIONS_MAXLEN: Final = 100_000
 COMMANDS_MAXLEN: Final = 100_000  # producers read commands as they come; a cap bounds memory

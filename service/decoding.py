@@ -18,7 +18,7 @@ import msgspec
 from events.codec import MAX_EVENT_BYTES, CodecError, decode_event, sniff_format
 from events.inbound import InboundEvent
 from service.archive_records import RELEASE_FIELD, Release, decode_release
-from service.commit import FIELD
+from service.keys import FIELD
 
 KEPT_BYTES: Final = 1024  # of an oversized entry, in its dead letter
 

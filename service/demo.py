@@ -27,9 +27,8 @@ from events.outbound import (
     TextPart,
     TurnFinished,
 )
-from service.commit import FIELD
 from service.feeding import publish_attempt
-from service.keys import Keys, partition_of
+from service.keys import FIELD, START, Keys, partition_of
 from service.producer import Producer
 from service.replies import StreamReply, last_id, xread
 from service.settings import Settings
@@ -113,7 +112,7 @@ async def _play(
     cursors = {
         turn.keys.transitions: await last_id(redis, turn.keys.transitions),
         turn.keys.commands: await last_id(redis, turn.keys.commands),
-        turn.keys.session(turn.session_id): "0-0",
+        turn.keys.session(turn.session_id): START,
     }
     watcher = asyncio.create_task(_watch(redis, turn, dict(cursors), stream))
     publisher = producer.turn(turn.session_id, turn.turn_id)

@@ -36,9 +36,9 @@ from sse_starlette import ServerSentEvent
 from events.outbound import SessionUpdate
 from service.connect import is_cluster
 from service.cursors import parse_cursor
-from service.keys import keys_for_session
+from service.keys import FIELD, START, keys_for_session
 from service.replies import xread
-from service.views import FIELD, START, frame_of
+from service.views import frame_of
 
 log = logging.getLogger("terminus.hub")
 

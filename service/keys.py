@@ -38,6 +38,8 @@ import zlib
 from typing import Final
 
 DEFAULT_PREFIX: Final = "terminus"
+FIELD: Final = b"e"  # the one field of every stream entry: an encoded event, frame or record
+START: Final = "0-0"  # the id before every entry of a stream: read from here to read it all
 GROUP: Final = "terminus-workers"
 
 

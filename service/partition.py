@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
@@ -33,7 +33,7 @@ from service.applier import (
     read_entries,
 )
 from service.commit import Batch, CommitAlreadyApplied, LeaseLost, Value, commit_ids, encode
-from service.keys import GROUP, Keys
+from service.keys import GROUP, START, Keys
 from service.leases import Leases, lease_value
 from service.logs import log_notes
 from service.metrics_worker import WorkerMetrics
@@ -44,8 +44,6 @@ from service.stall import StallTimer
 from service.wire import Call, Wire
 
 log = logging.getLogger("terminus.partition")
-
-START: Final = "0-0"
 
 
 class PartitionOwner:

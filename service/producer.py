@@ -37,9 +37,7 @@ from events.inbound import (
     type_of,
 )
 from service.connect import execute
-from service.keys import DEFAULT_PREFIX, Keys, partition_of
-
-FIELD = b"e"
+from service.keys import DEFAULT_PREFIX, FIELD, Keys, partition_of
 
 
 def coalesce(events: list[InboundEvent]) -> list[InboundEvent]:

@@ -34,7 +34,7 @@ from service.archive import Archive, partition_prefix, segment_info
 from service.archive_records import id_key, unpack_segment
 from service.commit import commit_or_raise
 from service.connect import execute
-from service.keys import GROUP, Keys
+from service.keys import GROUP, START, Keys
 from service.leases import Leases, lease_value
 from service.replies import text, xrange
 from service.settings import Settings
@@ -189,7 +189,7 @@ async def _horizon(redis: Redis, keys: Keys) -> str | None:
     for group in groups:
         if text(group["name"]) == GROUP:
             last = text(group["last-delivered-id"])
-            return None if last == "0-0" else last
+            return None if last == START else last
     return None
 
 

@@ -11,6 +11,8 @@ from typing import cast
 
 from redis.asyncio import Redis
 
+from service.keys import START
+
 Fields = dict[bytes, bytes]
 StreamEntry = tuple[bytes, Fields]
 StreamReply = list[tuple[bytes, list[StreamEntry]]]
@@ -42,9 +44,9 @@ async def xread(
 
 
 async def last_id(redis: Redis, key: str) -> str:
-    """The id of the stream's last entry, "0-0" if it is empty or missing."""
+    """The id of the stream's last entry, START ("0-0") if it is empty or missing."""
     last = cast("list[StreamEntry]", await redis.xrevrange(key, count=1))
-    return last[0][0].decode() if last else "0-0"
+    return last[0][0].decode() if last else START
 
 
 async def zrange_due(redis: Redis, key: str, until: int, limit: int) -> list[str]:

@@ -17,8 +17,7 @@ from redis.asyncio import Redis
 from events.codec import encode_event
 from events.inbound import AttemptStalled
 from service.applier import PartitionFold, load_turns
-from service.commit import FIELD
-from service.keys import Keys
+from service.keys import FIELD, Keys
 from service.replies import zrange_due
 from service.scripts import script
 from service.settings import Settings

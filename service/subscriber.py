@@ -42,7 +42,7 @@ from redis import exceptions as rx
 from redis.asyncio import Redis
 
 from events.outbound import AgentError, TurnFinished
-from service.keys import DEFAULT_PREFIX, keys_for_session
+from service.keys import DEFAULT_PREFIX, FIELD, START, keys_for_session
 from service.replies import StreamReply, xread
 from service.subscriber_live import LivePart, LiveSession, LiveTurn
 from service.subscriber_sse import GatewaySource
@@ -57,7 +57,6 @@ from service.subscriber_types import (
     Update,
     decoded,
 )
-from service.views import FIELD, START
 
 __all__ = [
     "Backoff",

@@ -22,10 +22,10 @@ from events.codec import encode_json
 from events.outbound import AgentMessageChunk, AgentThoughtChunk, SessionUpdate
 from service.archive_records import TOMBSTONE
 from service.connect import execute
-from service.keys import DEFAULT_PREFIX, Keys, keys_for_session
+from service.keys import DEFAULT_PREFIX, FIELD, START, Keys, keys_for_session
 from service.replies import StreamEntry, mget, text
 from service.snapshots import TailLedger
-from service.views import FIELD, frame_of
+from service.views import frame_of
 from statemachines.outputs import Transition
 from statemachines.turn import Turn
 
@@ -179,7 +179,7 @@ def _transition_item(entry_id: str, change: Transition) -> TimelineItem:
 
 
 def _frame_item(frame: SessionUpdate) -> TimelineItem:
-    cursor = frame.cursor or "0-0"
+    cursor = frame.cursor or START
     detail: dict[str, Any] = msgspec.json.decode(encode_json(frame))
     for identity in ("sessionUpdate", "session_id", "turn_id", "cursor", "step", "attempt"):
         detail.pop(identity, None)

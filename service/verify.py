@@ -19,8 +19,8 @@ import msgspec
 from redis.asyncio import Redis
 
 from events.codec import encode_msgpack
-from service.commit import COMMANDS_MAXLEN, FIELD, TRANSITIONS_MAXLEN
-from service.keys import Keys
+from service.commit import COMMANDS_MAXLEN, TRANSITIONS_MAXLEN
+from service.keys import FIELD, Keys
 from service.replies import xrange
 from service.snapshots import SnapshotError, TailLedger
 

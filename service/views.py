@@ -20,12 +20,10 @@ from redis.typing import StreamEntry, StreamRangeResponse
 from events.codec import decode_frame, decode_message
 from events.outbound import PersistedMessage, SessionUpdate
 from service.connect import execute
-from service.keys import DEFAULT_PREFIX, Keys, keys_for_session
+from service.keys import DEFAULT_PREFIX, FIELD, START, Keys, keys_for_session
 from service.replies import text
 
-FIELD: Final = b"e"
 REQUEUED_FROM: Final = b"requeued_from"
-START: Final = "0-0"
 FOLLOW_BATCH: Final = 512
 
 

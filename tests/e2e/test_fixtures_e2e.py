@@ -10,8 +10,7 @@ pure fold are one computation.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, cast
@@ -19,6 +18,7 @@ from typing import Any, Final, cast
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from support.polling import until
 
 from events.codec import decode_message, decode_partial
 from service.demo import DEMO_DIR, SCENARIOS
@@ -35,7 +35,6 @@ from statemachines.turn import Turn
 
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 PARTITIONS: Final = 4
-DEADLINE_S: Final = 20.0
 PUBLISHING: Final = 32
 # The provider of each fixture directory, as tests/unit/test_simulate_fixtures.py reads them.
 PROVIDER_OF_DIR: Final = {
@@ -63,15 +62,6 @@ def fixture_names() -> list[str]:
         for p in FIXTURES.rglob("*")
         if p.is_file() and p.name != "SOURCES.md"
     )
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Poll `check` until it holds; fail naming `what` after DEADLINE_S."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

@@ -13,14 +13,14 @@ import os
 import re
 import signal
 import sys
-import time
 from asyncio.subprocess import Process
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Final, cast
 
 import pytest
 from redis.asyncio import Redis
+from support.polling import until
 
 from service.keys import Keys, workers_key
 
@@ -144,15 +144,6 @@ async def terminus(
         yield run
     finally:
         await run.kill_all()
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Poll `check` until it holds; fail naming `what` after DEADLINE_S."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def leases(redis: Redis, prefix: str) -> int:

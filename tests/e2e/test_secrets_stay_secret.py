@@ -18,7 +18,8 @@ from typing import Final
 
 import httpx
 from redis.asyncio import Redis
-from test_run_demo import Terminus, exited, until
+from support.polling import until
+from test_run_demo import Terminus, exited
 
 from service.embedded import EmbeddedRedis, free_port
 from service.tokens import mint

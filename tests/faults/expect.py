@@ -19,8 +19,7 @@ from redis.asyncio import Redis
 
 from events.codec import CodecError, decode_event, encode_json, encode_msgpack, sniff_format
 from events.inbound import InboundEvent, TurnStarted
-from service.keys import Keys
-from service.producer import FIELD
+from service.keys import FIELD, Keys
 from service.replay import replay
 from service.replies import StreamEntry
 from service.settings import Settings

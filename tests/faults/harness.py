@@ -8,14 +8,12 @@ The load comes from `load.py`, the expected outcome and its checks from `expect.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -26,6 +24,7 @@ import msgspec
 from backends import mget_any
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
+from support.polling import until
 
 from service.archive_records import TOMBSTONE
 from service.embedded import EmbeddedRedis
@@ -167,12 +166,8 @@ async def kill_busy_and_replace(
 
 
 async def wait_until(check: Callable[[], Awaitable[bool]], what: str, timeout: float) -> None:
-    """Poll `check` until it holds; fail naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.05)
+    """Poll `check` every 50 ms until it holds; fail naming `what` after `timeout` seconds."""
+    await until(check, what, timeout, every=0.05)
 
 
 async def partition_quiet(redis: Redis, keys: Keys) -> bool:

@@ -25,7 +25,7 @@ from events.inbound import (
     Usage,
 )
 from service.decoding import KEPT_BYTES
-from service.producer import FIELD
+from service.keys import FIELD
 
 EVENT: Final = (
     b'{"type":"text-delta","session_id":"junk","turn_id":"junk-t","seq":%b,"part_id":"p",'

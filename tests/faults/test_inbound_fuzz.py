@@ -25,8 +25,7 @@ from events.codec import encode_json
 from events.inbound import AttemptStarted, FinishStep, TextDelta, TextStart, TurnStarted, Usage
 from service.connect import connect
 from service.decoding import Entry, decode_entries
-from service.keys import Keys
-from service.producer import FIELD
+from service.keys import FIELD, Keys
 from service.settings import Settings
 from service.worker import Worker
 

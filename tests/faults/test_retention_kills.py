@@ -30,8 +30,7 @@ from redis.asyncio import Redis
 
 from service.archive import LocalArchive, partition_prefix
 from service.archive_records import TOMBSTONE, id_key, unpack_segment
-from service.commit import FIELD
-from service.keys import Keys
+from service.keys import FIELD, Keys
 from service.replay import replay
 from service.replies import xrange
 from service.settings import Settings

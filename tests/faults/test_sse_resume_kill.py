@@ -36,11 +36,11 @@ from serving import serving
 
 from events.codec import encode_json
 from service.gateway import Limits, create_gateway
+from service.keys import FIELD
 from service.replies import xrange
 from service.settings import Settings
 from service.subscriber import GatewaySource, Update, subscribe
 from service.tokens import mint
-from service.views import FIELD
 
 SECRET: Final = b"sse-resume-kill-secret-0123456789"
 PLANS = plan_sessions(sessions=4, turns=6, cut_every=4, tag="sse")  # a quarter cut, retried

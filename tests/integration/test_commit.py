@@ -25,7 +25,6 @@ from events.outbound import (
 from service.applier import Entry as AppliedEntry
 from service.applier import read_entries
 from service.commit import (
-    FIELD,
     Batch,
     LeaseLost,
     commit,
@@ -33,7 +32,7 @@ from service.commit import (
     commit_or_raise,
     encode,
 )
-from service.keys import GROUP, Keys
+from service.keys import FIELD, GROUP, Keys
 from service.leases import Leases, lease_value
 from service.scripts import script, source
 from statemachines.outputs import Outputs, Transition

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Final, NamedTuple
 
 import httpx
@@ -18,6 +18,7 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 from serving import serving
+from support.polling import until
 
 from events.inbound import (
     AttemptStarted,
@@ -143,14 +144,6 @@ async def stored_cursors(served: Served, session: str) -> list[str]:
         served.redis, session, partitions=settings.partitions, prefix=settings.prefix
     )
     return [f.cursor or "" for f in frames]
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.cluster  # the hub reads per slot on a cluster

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis
 from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
 from serving import serving
+from support.polling import until
 from test_gateway import (
     SECRET,
     Served,
@@ -29,7 +30,6 @@ from test_gateway import (
     served,
     token,
     turn_events,
-    until,
     updates_url,
 )
 

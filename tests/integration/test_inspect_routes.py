@@ -8,13 +8,13 @@ from typing import Final
 
 import httpx
 import test_gateway
+from support.polling import until
 from test_gateway import (
     DEADLINE_S,
     SECRET,
     Served,
     auth,
     turn_events,
-    until,
 )
 
 from service.archive_records import TOMBSTONE

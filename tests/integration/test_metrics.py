@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Final, cast
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from redis.asyncio import Redis
+from support.polling import until
 
 from events.inbound import (
     AttemptStarted,
@@ -28,8 +28,8 @@ from events.inbound import (
     Usage,
 )
 from service.applier import Entry
-from service.commit import FIELD, LeaseLost
-from service.keys import GROUP, Keys, keys_for_session, partition_of
+from service.commit import LeaseLost
+from service.keys import FIELD, GROUP, Keys, keys_for_session, partition_of
 from service.leases import Leases
 from service.metrics import render_metrics
 from service.partition import PartitionOwner
@@ -42,7 +42,6 @@ from service.worker import Worker
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
 PARTITIONS: Final = 4
-DEADLINE_S: Final = 20.0
 USAGE: Final = Usage(output_tokens=1)
 
 
@@ -93,14 +92,6 @@ def failed() -> list[InboundEvent]:
         AttemptStarted(**i, seq=1, provider="anthropic", model="claude"),
         StreamError(**i, seq=2, status=401, message="invalid key"),
     ]
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def quiet(redis: Redis, prefix: str) -> bool:

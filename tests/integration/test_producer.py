@@ -9,8 +9,8 @@ from redis.asyncio import Redis
 
 from events.codec import EventTooLarge, decode_event
 from events.inbound import InboundEvent, TextDelta
-from service.keys import Keys, partition_of
-from service.producer import FIELD, Producer
+from service.keys import FIELD, Keys, partition_of
+from service.producer import Producer
 from service.simulate import simulate
 from statemachines.fold import evolve
 from statemachines.outputs import Outputs

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from functools import partial
 from itertools import zip_longest
 from typing import Any, Final, Protocol, TypeVar, cast
@@ -20,6 +19,7 @@ from typing import Any, Final, Protocol, TypeVar, cast
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from support.polling import until
 
 from events.inbound import (
     AttemptStarted,
@@ -51,7 +51,6 @@ from statemachines.turn import Turn
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
 PARTITIONS: Final = 4
-DEADLINE_S: Final = 30.0
 SNAPSHOT: Final = msgspec.msgpack.Decoder(Turn)
 SESSION: Final = "s-tail"
 
@@ -90,15 +89,6 @@ async def workers(redis: Redis, prefix: str) -> AsyncIterator[StartWorker]:
         if not task.done():
             await worker.stop()
             await task
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Poll `check` until it holds; fail naming `what` after DEADLINE_S."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 class Script:

@@ -14,8 +14,7 @@ from test_replay import PARTITIONS, answer, settings_for
 from events.codec import encode_event
 from events.inbound import TextDelta, TurnStarted
 from service.archive_records import RELEASE_FIELD, Release, encode_release
-from service.commit import FIELD
-from service.keys import GROUP, Keys, keys_for_session
+from service.keys import FIELD, GROUP, Keys, keys_for_session
 from service.metrics_domain import IGNORED, field_of
 from service.replay import rebuild
 from service.replies import StreamEntry

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
-from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, cast
@@ -16,6 +14,7 @@ from typing import Any, Final, cast
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from support.polling import until
 
 from events.inbound import (
     AttemptStarted,
@@ -28,9 +27,8 @@ from events.inbound import (
     Usage,
 )
 from service.cli import main
-from service.commit import FIELD
 from service.feeding import publish_attempt
-from service.keys import GROUP, Keys, keys_for_session
+from service.keys import FIELD, GROUP, Keys, keys_for_session
 from service.producer import Producer
 from service.render import progress_bar
 from service.replay import replay
@@ -44,7 +42,6 @@ pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams" / "anthropic"
 PARTITIONS: Final = 4
-DEADLINE_S: Final = 20.0
 SNAPSHOT: Final = msgspec.msgpack.Decoder(Turn)
 TEXT: Final = FIXTURES / "text-recorded-fantasy.sse"
 CUT: Final = FIXTURES / "truncated-mid-tool-input-tail-litellm-pr32159.partial.sse"
@@ -69,15 +66,6 @@ def keys_of(session: str, prefix: str) -> Keys:
 
 def turn_of(session: str) -> str:
     return session.replace("s-", "t-", 1)
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Poll `check` until it holds; fail naming `what` after DEADLINE_S."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 async def snapshot(redis: Redis, prefix: str, session: str) -> Turn | None:

@@ -16,6 +16,7 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
+from support.polling import until
 from test_replay import (
     PARTITIONS,
     TURNS,
@@ -29,7 +30,6 @@ from test_replay import (
     settings_for,
     snapshot,
     turn_of,
-    until,
 )
 
 from events.inbound import TurnEnded, TurnStarted

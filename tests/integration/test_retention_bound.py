@@ -31,7 +31,8 @@ from typing import Final, NamedTuple, cast
 import msgspec
 import pytest
 from redis.asyncio import Redis
-from test_replay import PARTITIONS, answer, until
+from support.polling import until
+from test_replay import PARTITIONS, answer
 from test_retention import archived_settings, settle
 from test_retention_safety import ME, identical, lease_of, same_partition
 

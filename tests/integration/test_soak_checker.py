@@ -25,8 +25,7 @@ from bench.soak_series import Series
 from bench.soak_verify import bounded, dead_letter_report, memory_and_keys
 from events.codec import encode_event
 from events.inbound import InboundEvent
-from service.keys import Keys
-from service.producer import FIELD
+from service.keys import FIELD, Keys
 from service.settings import Settings
 
 A, B, C = b"a", b"b", b"c"

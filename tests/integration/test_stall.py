@@ -5,13 +5,13 @@ event in the inbound log, and the machine decides from there like from any other
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol, TypeVar, cast
 
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from support.polling import until
 
 from events.codec import decode_event
 from events.inbound import (
@@ -27,8 +27,7 @@ from events.inbound import (
 )
 from events.outbound import AgentError, AttemptDiscarded, Retrying
 from service.applier import PartitionFold, Timeouts, entry_ms
-from service.commit import FIELD
-from service.keys import Keys, keys_for_session
+from service.keys import FIELD, Keys, keys_for_session
 from service.leases import Leases, lease_value
 from service.producer import Producer
 from service.replies import StreamEntry
@@ -46,7 +45,6 @@ PARTITIONS: Final = 4
 SESSION: Final = "s-1"
 SHORT_MS: Final = 300
 LONG_MS: Final = 60_000
-DEADLINE_S: Final = 20.0
 SNAPSHOT: Final = msgspec.msgpack.Decoder(Turn)
 
 E = TypeVar("E", bound=InboundEvent)
@@ -78,15 +76,6 @@ async def worker(redis: Redis, prefix: str) -> AsyncIterator[StartWorker]:
     for running, task in started:
         await running.stop()
         await task
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Poll `check` until it holds; fail naming `what` after DEADLINE_S."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def event(cls: type[E], seq: int, turn: str, **fields: Any) -> E:

@@ -11,7 +11,7 @@ import contextlib
 import email.utils
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Final, NamedTuple, cast
 from urllib.parse import urlsplit
 
@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from serving import serving
+from support.polling import until
 
 from events.codec import encode_json
 from events.inbound import (
@@ -38,7 +39,7 @@ from events.outbound import AgentMessageChunk, AttemptDiscarded, SessionUpdate, 
 from service.embedded import free_port
 from service.gateway import Limits, create_gateway
 from service.hub import Delivery, Hub
-from service.keys import keys_for_session
+from service.keys import FIELD, keys_for_session
 from service.producer import Producer
 from service.replies import text
 from service.settings import Settings
@@ -55,7 +56,7 @@ from service.subscriber import (
 )
 from service.subscriber_sse import retry_after
 from service.tokens import mint
-from service.views import FIELD, session_messages, session_updates
+from service.views import session_messages, session_updates
 from service.worker import Worker
 
 PARTITIONS: Final = 4
@@ -212,14 +213,6 @@ async def persisted_text(served: Served, session: str, turn_id: str) -> str:
     )
     (message,) = [m for m in found if m.turn_id == turn_id]
     return "".join(p.text for p in message.parts if isinstance(p, TextPart))
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("kind", KINDS)

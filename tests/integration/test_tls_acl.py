@@ -31,12 +31,11 @@ from events.codec import encode_json
 from events.inbound import TurnStarted
 from events.outbound import AgentMessageChunk
 from service.app import create_app
-from service.keys import Keys, control_channel, keys_for_session
+from service.keys import FIELD, Keys, control_channel, keys_for_session
 from service.producer import Producer
 from service.replies import text
 from service.settings import Settings
 from service.subscriber import RedisSource
-from service.views import FIELD
 
 PARTITIONS: Final = 4
 

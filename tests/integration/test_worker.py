@@ -8,13 +8,13 @@ seqs through `Producer.publish`, so a test can craft duplicates, gaps and regres
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol, TypeVar, cast
 
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from support.polling import until
 
 from events.codec import encode_event
 from events.inbound import (
@@ -29,8 +29,8 @@ from events.inbound import (
     Usage,
 )
 from events.outbound import AgentMessageChunk, TextPart
-from service.commit import FIELD, LeaseLost
-from service.keys import GROUP, Keys, keys_for_session
+from service.commit import LeaseLost
+from service.keys import FIELD, GROUP, Keys, keys_for_session
 from service.leases import Leases, lease_value
 from service.membership import assigned
 from service.partition import PartitionOwner
@@ -83,15 +83,6 @@ async def workers(redis: Redis, prefix: str) -> AsyncIterator[StartWorker]:
     for worker, task in started:
         await worker.stop()
         await task
-
-
-async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    """Poll `check` until it holds; fail naming `what` after DEADLINE_S."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def event(cls: type[E], seq: int, turn: str = "t-1", **fields: Any) -> E:

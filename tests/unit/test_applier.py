@@ -29,8 +29,8 @@ from service.applier import (
     decode_entries,
     entry_ms,
 )
-from service.commit import FIELD, Batch
-from service.keys import Keys
+from service.commit import Batch
+from service.keys import FIELD, Keys
 from statemachines.config import CoreConfig
 from statemachines.states import TurnState
 from statemachines.turn import Turn

@@ -25,8 +25,7 @@ from events.inbound import (
     Usage,
 )
 from service.applier import BatchStats, Decoded, Entry, PartitionFold, Timeouts, decode_entries
-from service.commit import FIELD
-from service.keys import Keys
+from service.keys import FIELD, Keys
 from service.logs import JsonFormatter, log_notes
 from service.metrics_domain import Key, dead_class, field_of, key_of
 from service.metrics_worker import BUCKETS, WorkerMetrics, parse
