@@ -9,6 +9,7 @@ from typing import Final
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from serving import running_worker
 from test_timeline import PARTITIONS, retried_turn, settled
 
 from service.archive_records import TOMBSTONE
@@ -17,7 +18,6 @@ from service.keys import keys_for_session
 from service.producer import Producer
 from service.settings import Settings
 from service.timeline import Timeline, timeline
-from service.worker import Worker
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
@@ -34,14 +34,9 @@ async def retried(
     the test looks, and the commands are pointed at its keys. Yields the turn's timeline."""
     monkeypatch.setenv("TERMINUS_PREFIX", prefix)
     monkeypatch.setenv("TERMINUS_PARTITIONS", str(PARTITIONS))
-    worker = Worker(redis, Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100))
-    working = asyncio.create_task(worker.run())
-    try:
+    async with running_worker(redis, Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)):
         await retried_turn(Producer(redis, partitions=PARTITIONS, prefix=prefix), SESSION, TURN)
         await settled(redis, prefix, SESSION, TURN)
-    finally:
-        await worker.stop()
-        await working
     # Read again once the worker is stopped: the attempt's close, after its proof, may have
     # been applied after `settled` looked (it counts as a late event in the snapshot).
     found = await timeline(redis, SESSION, TURN, PARTITIONS, prefix)

@@ -3,13 +3,12 @@ over every shard, and the commit durability setting sends a WAIT whose answer is
 
 from __future__ import annotations
 
-import asyncio
-
 import msgspec
 import pytest
 from faststream.redis import RedisClusterBroker
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
+from serving import running_worker
 from test_worker import PARTITIONS, answer, crash_reading, keys_of, settings_for, wait_state
 
 from service.cluster import LocalCluster
@@ -19,7 +18,6 @@ from service.producer import Producer
 from service.scripts import source
 from service.settings import Settings, from_env
 from service.wire import Call, Wire
-from service.worker import Worker
 from statemachines.states import TurnState
 
 
@@ -65,12 +63,7 @@ async def test_a_takeover_s_drain_commits_wait_too(
     await crash_reading(redis, keys)  # every entry pending: only the drain commits them
     replicas = 2 if on_cluster else 1  # one more than each primary has
     settings = msgspec.structs.replace(settings_for(prefix), commit_wait_replicas=replicas)
-    worker = Worker(redis, settings)
-    working = asyncio.create_task(worker.run())
-    try:
+    async with running_worker(redis, settings):
         await wait_state(redis, prefix, "t-1", TurnState.FINISHED)
-    finally:
-        await worker.stop()
-        await working
     acked = 1 if on_cluster else 0
     assert f"commit reached {acked} of {replicas} replicas" in caplog.text

@@ -17,7 +17,7 @@ import httpx
 import msgspec
 import pytest
 from redis.asyncio import Redis
-from serving import serving
+from serving import running_worker, serving
 from support.polling import until
 
 from events.inbound import (
@@ -36,7 +36,6 @@ from service.producer import Producer
 from service.settings import Settings
 from service.tokens import mint
 from service.views import session_updates
-from service.worker import Worker
 
 PARTITIONS: Final = 4
 SECRET: Final = b"gateway-test-secret-0123456789"
@@ -88,17 +87,11 @@ def turn_events(session: str, turn: str, deltas: int) -> list[InboundEvent]:
 async def served(redis: Redis, prefix: str) -> AsyncIterator[Served]:
     """A worker and the gateway (uvicorn, loopback) on the test's prefix."""
     settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=200)
-    worker = Worker(redis, settings)
-    working = asyncio.create_task(worker.run())
     limits = Limits(stream_opens=STREAM_OPENS, stream_window_s=60.0)
     app = create_gateway(redis, settings, SECRET, limits)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
-    try:
-        async with serving(app) as base:
-            yield Served(base, redis, settings, producer)
-    finally:
-        await worker.stop()
-        await working
+    async with running_worker(redis, settings), serving(app) as base:
+        yield Served(base, redis, settings, producer)
 
 
 def token(session: str | None, ttl: int = 600) -> str:

@@ -14,6 +14,7 @@ from typing import Any, Final, cast
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from serving import running_worker
 from support.polling import until
 
 from events.inbound import (
@@ -34,7 +35,6 @@ from service.render import progress_bar
 from service.replay import replay
 from service.replies import StreamEntry
 from service.settings import Settings
-from service.worker import Worker
 from statemachines.states import FINAL_STATES, TurnState
 from statemachines.turn import Turn
 
@@ -152,16 +152,11 @@ async def traffic(redis: Redis, admin_redis: Redis, prefix: str) -> Settings:
     settings = settings_for(prefix)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
     await leave_poison(redis, admin_redis, producer, prefix, settings)
-    worker = Worker(redis, settings)
-    task = asyncio.create_task(worker.run())
-    try:
+    async with running_worker(redis, settings):
         await asyncio.gather(*(play(redis, producer, prefix, s) for s in TURNS))
         await bad_and_repeated(redis, producer, prefix)
         await until(partial(_in, redis, prefix, "s-dup", FINAL_STATES), "t-dup to finish")
         await until(lambda: quiet(redis, prefix), "the pool to be quiet")
-    finally:
-        await worker.stop()
-        await task
     return settings
 
 
@@ -309,16 +304,11 @@ async def test_replay_reproduces_what_the_stall_timer_decided(redis: Redis, pref
     settings = msgspec.structs.replace(settings_for(prefix), stall_timeout_ms=300)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
     await producer.publish([*answer("s-silent", "t-silent")[:4], *answer("s-idle", "t-idle")[:1]])
-    worker = Worker(redis, settings)
-    task = asyncio.create_task(worker.run())
-    try:
+    async with running_worker(redis, settings):
         for session in ("s-silent", "s-idle"):
             failed = frozenset((TurnState.FAILED,))
             await until(partial(_in, redis, prefix, session, failed), f"{session} to fail")
         await until(lambda: quiet(redis, prefix), "the pool to be quiet")
-    finally:
-        await worker.stop()
-        await task
     inbound = [Keys(p, prefix).inbound for p in range(PARTITIONS)]
     logged = [cast("list[StreamEntry]", await redis.xrange(key)) for key in inbound]
     stalled = [f for entries in logged for _, f in entries if b'"attempt-stalled"' in f[FIELD]]

@@ -16,6 +16,7 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
+from serving import running_worker
 from support.polling import until
 from test_replay import (
     PARTITIONS,
@@ -61,14 +62,9 @@ def archived_settings(prefix: str, tmp_path: Path, retain_ms: int = 0) -> Settin
 @asynccontextmanager
 async def running(redis: Redis, settings: Settings) -> AsyncIterator[Worker]:
     """A worker for the block; on leaving, the pool is quiet and the worker stopped."""
-    worker = Worker(redis, settings)
-    task = asyncio.create_task(worker.run())
-    try:
+    async with running_worker(redis, settings) as worker:
         yield worker
         await until(lambda: drained(redis, settings.prefix), "the pool to be quiet")
-    finally:
-        await worker.stop()
-        await task
 
 
 async def drained(redis: Redis, prefix: str) -> bool:

@@ -22,7 +22,6 @@ tests move the archiver's clock instead of waiting: `server_ms` is what it reads
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import Final, NamedTuple, cast
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from serving import running_worker
 from support.polling import until
 from test_replay import PARTITIONS, answer
 from test_retention import archived_settings, settle
@@ -46,7 +46,6 @@ from service.metrics_domain import TURNS_FINISHED, field_of
 from service.producer import Producer
 from service.replies import StreamEntry
 from service.settings import Settings
-from service.worker import Worker
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
@@ -105,10 +104,8 @@ async def rounds(
         archived_settings(prefix, tmp_path, retain_ms), session_maxlen=SESSION_MAXLEN
     )
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
-    worker = Worker(redis, settings)
-    task = asyncio.create_task(worker.run())
     samples = []
-    try:
+    async with running_worker(redis, settings):
         for n in range(ROUNDS):
             for session in sessions(n, fresh):
                 await producer.publish(answer(session, f"t-{n}-{session}"))
@@ -116,9 +113,6 @@ async def rounds(
             await until(done, f"round {n} to finish")
             await until(settled, f"round {n} to settle")
             samples.append(await sample(redis, prefix))
-    finally:
-        await worker.stop()
-        await task
     return samples
 
 

@@ -21,7 +21,7 @@ from backends import as_user, at_port
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from serving import serving
+from serving import running_worker, serving
 from support.polling import until
 
 from events.codec import encode_json
@@ -57,7 +57,6 @@ from service.subscriber import (
 from service.subscriber_sse import retry_after
 from service.tokens import mint
 from service.views import session_messages, session_updates
-from service.worker import Worker
 
 PARTITIONS: Final = 4
 SECRET: Final = b"subscriber-test-secret-0123456789"
@@ -125,16 +124,11 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 async def served(redis: Redis, prefix: str) -> AsyncIterator[Served]:
     """A worker and the gateway on the test's prefix."""
     settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=200)
-    worker = Worker(redis, settings)
-    working = asyncio.create_task(worker.run())
     limits = Limits(stream_opens=1000, stream_window_s=60.0)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
-    try:
-        async with serving(create_gateway(redis, settings, SECRET, limits)) as base:
-            yield Served(base, redis, settings, producer)
-    finally:
-        await worker.stop()
-        await working
+    app = create_gateway(redis, settings, SECRET, limits)
+    async with running_worker(redis, settings), serving(app) as base:
+        yield Served(base, redis, settings, producer)
 
 
 def token(session: str, ttl: int = 600) -> str:

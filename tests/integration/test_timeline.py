@@ -9,6 +9,7 @@ from typing import Final
 
 import pytest
 from redis.asyncio import Redis
+from serving import running_worker
 
 from events.codec import encode_json
 from events.inbound import FinishStep, TextDelta, TextEnd, TextStart, Usage
@@ -16,7 +17,6 @@ from service.keys import keys_for_session
 from service.producer import Producer, TurnPublisher
 from service.settings import Settings
 from service.timeline import SCAN_PAGE, find_session, recent_turns, timeline
-from service.worker import Worker
 from statemachines.outputs import Transition
 from statemachines.states import TurnState
 
@@ -28,13 +28,8 @@ PARTITIONS: Final = 4
 @pytest.fixture
 async def producer(redis: Redis, prefix: str) -> AsyncIterator[Producer]:
     settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)
-    worker = Worker(redis, settings)
-    working = asyncio.create_task(worker.run())
-    try:
+    async with running_worker(redis, settings):
         yield Producer(redis, partitions=PARTITIONS, prefix=prefix)
-    finally:
-        await worker.stop()
-        await working
 
 
 async def text_attempt(turn: TurnPublisher, attempt: int, words: list[str], proof: bool) -> None:
