@@ -45,7 +45,6 @@ PAGE_HEADERS: Final = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
     "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'",
-    "Referrer-Policy": "no-referrer",  # an old bookmark's URL may still hold a token
     "Cache-Control": "no-store",
 }
 

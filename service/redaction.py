@@ -1,4 +1,5 @@
-"""How a Redis URL is shown to humans: every credential replaced by `***`, wherever it was.
+"""How secrets are kept out of what humans read: every credential of a Redis URL replaced by `***`
+wherever it was, and every `token=` of a request line in the gateway's access log.
 
 A URL names its credentials in the userinfo (`redis://user:password@host`, or `redis://:password@`
 for a password alone) and, for redis-py, in the query (`?password=...`, `?username=...`). Every
@@ -9,11 +10,14 @@ and it is not a secret.
 
 from __future__ import annotations
 
+import logging
+import re
 from typing import Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK: Final = "***"
 SECRET_PARAMS: Final = frozenset({"password", "pass", "pwd", "secret", "token", "auth"})
+TOKEN_IN_QUERY: Final = re.compile(r"(?i)((?:^|[?&])token=)[^&#\s\"]*")
 
 
 def redacted_url(url: str) -> str:
@@ -43,3 +47,21 @@ def _redacted_query(query: str) -> str:
     pairs = parse_qsl(query, keep_blank_values=True)
     shown = [(k, MASK if k.lower() in SECRET_PARAMS else v) for k, v in pairs]
     return urlencode(shown, safe="*/:")
+
+
+def redacted_tokens(text: str) -> str:
+    """`text` with the value of every `token=` query parameter replaced by `***`."""
+    return TOKEN_IN_QUERY.sub(r"\1***", text)
+
+
+class RedactTokens(logging.Filter):
+    """Rewrites a log record's message and arguments so that no `token=` value is logged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                redacted_tokens(a) if isinstance(a, str) else a for a in record.args
+            )
+        if isinstance(record.msg, str):
+            record.msg = redacted_tokens(record.msg)
+        return True

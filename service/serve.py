@@ -8,8 +8,8 @@ import uvicorn
 
 from service.connect import make_broker
 from service.gateway import create_gateway
+from service.redaction import RedactTokens
 from service.settings import Settings
-from service.sign_in import RedactTokens
 from service.tokens import Keyring
 
 

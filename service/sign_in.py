@@ -14,42 +14,23 @@ accepted on GET routes only, all of which only read; SameSite=Strict keeps anoth
 from sending it, and signing in needs the Bearer header, which a cross-site form cannot set.
 
 `NoReferrer` adds `Referrer-Policy: no-referrer` to every response: a URL that must carry a token
-(a browser's EventSource cannot send headers) is never passed on to another site. `RedactTokens`
-is a logging filter that replaces `token=` values in the access log's request line.
+(a browser's EventSource cannot send headers) is never passed on to another site; the access log
+masks it (`service.redaction.RedactTokens`).
 """
 
 from __future__ import annotations
 
-import logging
-import re
 from typing import Final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 COOKIE: Final = "terminus_token"
-TOKEN_IN_QUERY: Final = re.compile(r"(?i)((?:^|[?&])token=)[^&#\s\"]*")
 
 
 def cookie_header(token: str, max_age: int, secure: bool) -> str:
     """The Set-Cookie value that signs the browser in for `max_age` seconds (0: signs out)."""
     flags = f"Path=/; Max-Age={max(0, max_age)}; HttpOnly; SameSite=Strict"
     return f"{COOKIE}={token}; {flags}{'; Secure' if secure else ''}"
-
-
-def redacted(text: str) -> str:
-    """`text` with the value of every `token=` query parameter replaced by `***`."""
-    return TOKEN_IN_QUERY.sub(r"\1***", text)
-
-
-class RedactTokens(logging.Filter):
-    """Rewrites a log record's message and arguments so that no `token=` value is logged."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple):
-            record.args = tuple(redacted(a) if isinstance(a, str) else a for a in record.args)
-        if isinstance(record.msg, str):
-            record.msg = redacted(record.msg)
-        return True
 
 
 class NoReferrer:

@@ -18,6 +18,7 @@ from typing import Any, Final, cast
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from serving import running_worker
 from support.polling import until
 
 from events.codec import decode_message, decode_partial
@@ -68,13 +69,8 @@ def fixture_names() -> list[str]:
 async def worker(redis: Redis, prefix: str) -> AsyncIterator[Worker]:
     """One in-process worker owning every partition, stopped after the test."""
     settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100, lease_ttl_ms=1000)
-    running = Worker(redis, settings)
-    task = asyncio.create_task(running.run())
-    try:
+    async with running_worker(redis, settings) as running:
         yield running
-    finally:
-        await running.stop()
-        await task
 
 
 class Case:

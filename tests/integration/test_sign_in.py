@@ -13,8 +13,8 @@ from redis.asyncio import Redis
 from test_gateway import SECRET
 
 from service.gateway import Limits, create_gateway
+from service.redaction import RedactTokens, redacted_tokens
 from service.settings import Settings
-from service.sign_in import RedactTokens, redacted
 from service.tokens import mint
 
 
@@ -100,7 +100,7 @@ async def test_every_answer_says_no_referrer(gateway: httpx.AsyncClient) -> None
     ],
 )
 def test_the_access_log_masks_query_tokens(line: str, shown: str) -> None:
-    assert redacted(line) == shown
+    assert redacted_tokens(line) == shown
     record = logging.LogRecord(
         "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
         ("127.0.0.1:1", "GET", line, "1.1", 200), None,
