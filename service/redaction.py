@@ -21,15 +21,18 @@ TOKEN_IN_QUERY: Final = re.compile(r"(?i)((?:^|[?&])token=)[^&#\s\"]*")
 
 
 def redacted_url(url: str) -> str:
-    """`url` with its password (userinfo or query) replaced by `***`; never raises. Text that
-    does not parse as a URL is not shown at all."""
+    """`url` with its password (userinfo or query) replaced by `***`; never raises. A URL that
+    does not split (a broken IPv6 literal) is not shown at all."""
     try:
         parts = urlsplit(url)
         netloc = _redacted_netloc(parts.netloc)
         query = _redacted_query(parts.query)
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        shown = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except ValueError:  # an invalid port or IPv6 literal: say so without echoing it
         return "<a Redis URL that does not parse>"
+    if not netloc and url.startswith(f"{parts.scheme}://"):  # unix:///path keeps its slashes
+        shown = shown.replace(f"{parts.scheme}:", f"{parts.scheme}://", 1)
+    return shown
 
 
 def _redacted_netloc(netloc: str) -> str:

@@ -23,6 +23,7 @@ from service.settings import Settings, from_env
         ),
         ("redis://host/0?password=s3cret&db=1", "redis://host/0?password=***&db=1"),
         ("unix://:s3cret@/tmp/redis.sock?db=0", "unix://:***@/tmp/redis.sock?db=0"),
+        ("unix:///tmp/redis.sock?password=s3cret&db=2", "unix:///tmp/redis.sock?password=***&db=2"),
         ("redis://u:s3cret@[::1", "<a Redis URL that does not parse>"),
     ],
 )
