@@ -22,14 +22,14 @@ from typing import Any, Final
 import msgspec
 
 from bench.workload import delta_workload, encode, generate
-from events.codec import decode_event
-from events.inbound import InboundEvent, TextDelta
-from statemachines.config import DEFAULT_CONFIG, CoreConfig
-from statemachines.fold import evolve
-from statemachines.outputs import Outputs
-from statemachines.states import TurnState
-from statemachines.table import advance
-from statemachines.turn import Turn
+from terminus.events.codec import decode_event
+from terminus.events.inbound import InboundEvent, TextDelta
+from terminus.statemachines.config import DEFAULT_CONFIG, CoreConfig
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.states import TurnState
+from terminus.statemachines.table import advance
+from terminus.statemachines.turn import Turn
 
 TARGET_EVENTS_PER_S: Final = 300_000
 ADVANCE_CALLS: Final = 20_000
@@ -250,7 +250,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 RATE_ROWS: Final = (
-    ("decode only (events.codec.decode_event)", "decode_events_per_s"),
+    ("decode only (terminus.events.codec.decode_event)", "decode_events_per_s"),
     ("  msgspec Decoder alone, for reference", "msgspec_decode_events_per_s"),
     ("decode + fold + projection (core)", "core_events_per_s"),
     ("fold + projection, pre-decoded", "fold_events_per_s"),
@@ -284,7 +284,7 @@ def machine_lines(r: dict[str, Any]) -> list[str]:
         f"state-changing events: {r['state_changes']:,} of {r['events']:,} "
         f"({r['state_changes'] / r['events']:.1%}); {r['transitions']:,} transitions",
         f"  triggers: {triggers}",
-        f"statemachines.table.advance: {r['trigger_us']:.2f} us/call, "
+        f"terminus.statemachines.table.advance: {r['trigger_us']:.2f} us/call, "
         f"{r['trigger_share_of_core']:.1%} of core time",
         f"delta path: {r['delta_events']:,} deltas fired {r['delta_transitions']} transitions",
         f"target core >= {r['target_events_per_s']:,} events/s: {verdict} "

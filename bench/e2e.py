@@ -7,7 +7,7 @@
 (a) raw: the workload's entries XADDed (pipelined), then drained by XREADGROUP COUNT batch + XACK
     with no processing, one task per partition; (a) and (b) are best of `--repeat` runs;
 (b) e2e: the same workload published with `Producer.publish` under a fresh prefix, then 1 (and,
-    under another prefix, 2) `python -m service worker` processes started; the rate counts from
+    under another prefix, 2) `python -m terminus worker` processes started; the rate counts from
     the first entry a worker reads until every entry is acked (its frames are then visible), and
     from the spawn of the processes too (Python start-up and lease taking included);
 (c) latency: a paced producer at half (`--load`) the 1-worker rate for `--seconds`, a reader
@@ -38,8 +38,8 @@ from bench.e2e_phases import Run, drain_phase, latency_phase, raw_phase
 from bench.e2e_procs import WorkerDied, raise_on_sigterm, redis_url
 from bench.e2e_report import table
 from bench.e2e_workload import expected_frames, sized
-from events.inbound import InboundEvent
-from service.connect import connect
+from terminus.events.inbound import InboundEvent
+from terminus.service.redis.connect import connect
 
 TARGET_EVENTS_PER_S: Final = 50_000
 TARGET_P99_MS: Final = 10.0

@@ -23,11 +23,11 @@ from redis.asyncio.cluster import RedisCluster
 from bench.e2e_procs import machine_busy_s
 from bench.e2e_redis import ServerUsage, server_usage
 from bench.e2e_workload import markers
-from events.codec import encode_event
-from events.inbound import InboundEvent, ReasoningDelta, TextDelta
-from service.connect import is_cluster
-from service.keys import FIELD, keys_for_session
-from service.replies import xread
+from terminus.events.codec import encode_event
+from terminus.events.inbound import InboundEvent, ReasoningDelta, TextDelta
+from terminus.service.keys import FIELD, keys_for_session
+from terminus.service.redis.connect import is_cluster
+from terminus.service.redis.replies import xread
 
 TICK_S: Final = 0.001
 READ_BLOCK_MS: Final = 100

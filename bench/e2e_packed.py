@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import Final
 from urllib.parse import unquote, urlparse
 
-from events.codec import encode_event
-from events.inbound import InboundEvent
-from service.keys import FIELD, keys_for_session
+from terminus.events.codec import encode_event
+from terminus.events.inbound import InboundEvent
+from terminus.service.keys import FIELD, keys_for_session
 
 SYNC_TIMEOUT_S: Final = 30.0
 

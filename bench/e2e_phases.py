@@ -34,8 +34,8 @@ from bench.e2e_redis import (
     wait_started,
 )
 from bench.e2e_workload import marked, sized
-from events.inbound import InboundEvent
-from service.producer import Producer
+from terminus.events.inbound import InboundEvent
+from terminus.service.sdk.producer import Producer
 
 START_TIMEOUT_S: Final = 30.0
 LATENCY_SESSIONS: Final = 64

@@ -1,6 +1,6 @@
 """The processes of the end-to-end benchmark: a private Redis and worker processes, always reaped.
 
-Workers are `python -m service worker` children, each leading its own process group, so that
+Workers are `python -m terminus worker` children, each leading its own process group, so that
 stopping one also stops anything it started; `WorkerPool.stop` sends SIGTERM to the groups, then
 SIGKILL to any still alive after a grace period. `cpu_seconds` reads a child's CPU time from
 /proc (Linux), for the per-event cost of a worker; `machine_busy_s` the whole machine's.
@@ -19,8 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
-from service.cluster import LocalCluster
-from service.embedded import EmbeddedRedis
+from terminus.service.redis.cluster import LocalCluster
+from terminus.service.redis.embedded import EmbeddedRedis
 
 STOP_GRACE_S: Final = 10.0
 LOG_TAIL_CHARS: Final = 2000
@@ -68,7 +68,7 @@ class WorkerPool:
         self.log_path = config.log_dir / f"workers-{config.prefix}.log"
 
     def start(self) -> Self:
-        command = [sys.executable, "-m", "service", "worker"]
+        command = [sys.executable, "-m", "terminus", "worker"]
         with self.log_path.open("ab") as log:
             for _ in range(self.size):
                 self.processes.append(

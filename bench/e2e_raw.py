@@ -17,8 +17,8 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from bench.e2e_redis import ServerUsage, server_usage, xadd_all
-from service.keys import GROUP
-from service.replies import StreamReply
+from terminus.service.keys import GROUP
+from terminus.service.redis.replies import StreamReply
 
 CONSUMER: Final = "raw"
 

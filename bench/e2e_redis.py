@@ -18,12 +18,12 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
 
-from events.codec import encode_event
-from events.inbound import InboundEvent
-from service.connect import is_cluster
-from service.keys import FIELD, GROUP, Keys, keys_for_session, partition_of
-from service.producer import Producer
-from service.replay import clear_prefix
+from terminus.events.codec import encode_event
+from terminus.events.inbound import InboundEvent
+from terminus.service.cli.replay import clear_prefix
+from terminus.service.keys import FIELD, GROUP, Keys, keys_for_session, partition_of
+from terminus.service.redis.connect import is_cluster
+from terminus.service.sdk.producer import Producer
 
 PIPELINE_EVENTS: Final = 1000
 POLL_S: Final = 0.02

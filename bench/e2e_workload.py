@@ -16,11 +16,11 @@ from typing import Final
 import msgspec
 
 from bench.workload import generate
-from events.inbound import InboundEvent, ReasoningDelta, TextDelta
-from statemachines.config import DEFAULT_CONFIG
-from statemachines.fold import evolve
-from statemachines.outputs import Outputs
-from statemachines.turn import Turn
+from terminus.events.inbound import InboundEvent, ReasoningDelta, TextDelta
+from terminus.statemachines.config import DEFAULT_CONFIG
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.turn import Turn
 
 EVENTS_PER_TURN_BESIDES_DELTAS: Final = 25  # bench.workload: about 25 + `deltas` per turn
 MARKER: Final = re.compile(rb"~(\d+)~")

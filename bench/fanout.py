@@ -3,7 +3,7 @@
     python -m bench.fanout [--subscribers 1000] [--sessions 100] [--rate EVENTS_PER_S]
                            [--seconds 20] [--clients 2] [--deltas 100] [--redis-url URL] [--json]
 
-One worker process (`python -m service worker`) and one gateway process (`python -m service
+One worker process (`python -m terminus worker`) and one gateway process (`python -m terminus
 gateway`: uvicorn, one hub) run against a private redis-server (AOF everysec) unless
 `--redis-url` names one. `--subscribers` SSE connections, spread evenly over `--sessions`
 sessions (one token each), live in `--clients` client processes (`bench.fanout_client`); a raw
@@ -40,7 +40,7 @@ from bench.e2e_redis import delete_prefix, outcome, wait_drained, wait_owned
 from bench.fanout_procs import Child, gateway, wait_healthy
 from bench.fanout_producer import Paced, Turns, paced
 from bench.fanout_setup import HOST, PARTITIONS, Setup, Usage, result_path
-from service.producer import Producer
+from terminus.service.sdk.producer import Producer
 
 RATED_EVENTS_PER_S: Final = 1_500  # docs/fanout-method.md: the rate at which this fan-out holds
 TARGET_P99_MS: Final = 50.0

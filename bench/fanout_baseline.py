@@ -20,7 +20,7 @@ from typing import Any, Final, cast
 from redis import Redis
 
 from bench import fanout_wire as wire
-from service.replies import StreamReply
+from terminus.service.redis.replies import StreamReply
 
 FIELD: Final = b"e"
 CHUNK: Final = b'{"sessionUpdate":"agent_message_chunk"'

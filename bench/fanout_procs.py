@@ -2,7 +2,7 @@
 
 Each child leads its own process group (as the workers of `bench.e2e_procs` do) and `stop`
 sends SIGTERM to the group, then SIGKILL after a grace period. The gateway is
-`python -m service gateway` (uvicorn, one hub); readers (`bench.fanout_client`,
+`python -m terminus gateway` (uvicorn, one hub); readers (`bench.fanout_client`,
 `bench.fanout_baseline`) talk the line protocol of `bench.fanout_wire` on stdin and stdout.
 """
 
@@ -94,7 +94,7 @@ class Child:
 
 
 def gateway(env: Mapping[str, str], host: str, port: int, log: Path) -> Child:
-    command = [sys.executable, "-m", "service", "gateway", "--http", f"{host}:{port}"]
+    command = [sys.executable, "-m", "terminus", "gateway", "--http", f"{host}:{port}"]
     return Child("gateway", command, env, log)
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
-from events.inbound import (
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -25,7 +25,7 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from service.producer import Producer
+from terminus.service.sdk.producer import Producer
 
 TICK_S: Final = 0.001
 PART: Final = "txt-0"

@@ -18,9 +18,9 @@ from bench import fanout_wire as wire
 from bench.e2e_procs import WorkerPool, machine_busy_s
 from bench.e2e_redis import server_usage
 from bench.fanout_procs import Child, reader
-from service.embedded import free_port
-from service.keys import keys_for_session
-from service.tokens import SECRET_VAR, mint
+from terminus.service.gateway.tokens import SECRET_VAR, mint
+from terminus.service.keys import keys_for_session
+from terminus.service.redis.embedded import free_port
 
 HOST: Final = "127.0.0.1"
 PARTITIONS: Final = 16

@@ -27,9 +27,9 @@ from bench.soak_faultkit import harness, malformed
 from bench.soak_load import Load
 from bench.soak_rig import Rig
 from bench.soak_series import Fault, Series
-from service.cluster import ClusterNode, LocalCluster
-from service.embedded import EmbeddedRedisError
-from service.keys import Keys
+from terminus.service.keys import Keys
+from terminus.service.redis.cluster import ClusterNode, LocalCluster
+from terminus.service.redis.embedded import EmbeddedRedisError
 
 KINDS: Final = ("kill_worker", "pause_worker", "restart_redis", "blackhole", "malformed")
 CLUSTER_KINDS: Final = ("kill_worker", "pause_worker", "failover", "malformed")

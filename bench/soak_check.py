@@ -28,11 +28,11 @@ from bench.soak_faultkit import expect
 from bench.soak_log import LogReader, Position, raise_if_cancelled
 from bench.soak_reads import read_streams
 from bench.soak_series import Series
-from events.codec import encode_event
-from events.inbound import InboundEvent
-from service.keys import FIELD, keys_for_session
-from service.replies import StreamReply
-from service.settings import Settings
+from terminus.events.codec import encode_event
+from terminus.events.inbound import InboundEvent
+from terminus.service.keys import FIELD, keys_for_session
+from terminus.service.redis.replies import StreamReply
+from terminus.service.settings import Settings
 
 TURN_ENDS: Final = (b'{"sessionUpdate":"turn_finished"', b'{"sessionUpdate":"agent_error"')
 READ_COUNT: Final = 1000

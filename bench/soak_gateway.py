@@ -3,7 +3,7 @@ gateway throughout the run, while well-behaved SSE followers on the same gateway
 sessions' updates. Issue 15, defect 3: one client's `Last-Event-ID` of `abc` once failed the hub's
 one shared XREAD, which stopped the live updates of every subscriber of the gateway.
 
-The gateway is `python -m service gateway`, a child process in its own process group on a free
+The gateway is `python -m terminus gateway`, a child process in its own process group on a free
 loopback port, with a token secret of its own so that tokens are minted here. Three loops run:
 
 - the abuser, ~20 requests/s drawn from a seeded catalogue (`Catalogue`): bad cursors in
@@ -41,10 +41,10 @@ from httpx_sse import SSEError, aconnect_sse
 
 from bench.fanout_procs import gateway, wait_healthy
 from bench.soak_faultkit import harness
-from service.embedded import free_port
-from service.settings import Settings
-from service.subscriber_sse import retry_after
-from service.tokens import SECRET_VAR, mint
+from terminus.service.gateway.tokens import SECRET_VAR, mint
+from terminus.service.redis.embedded import free_port
+from terminus.service.sdk.gateway_source import retry_after
+from terminus.service.settings import Settings
 
 HOST: Final = "127.0.0.1"
 RATE_PER_S: Final = 20.0
@@ -514,7 +514,7 @@ def _cursor_key(cursor: str) -> tuple[int, int] | None:
 
 
 class GatewayAbuse:
-    """Starts `python -m service gateway` as a child process (its own process group) on a free
+    """Starts `python -m terminus gateway` as a child process (its own process group) on a free
     loopback port with `env` (the worker environment of `settings`, overridden by `env`, plus a
     random TERMINUS_TOKEN_SECRET), waits for /healthz, and stops it on exit. `run` abuses it and
     follows live sessions (`sessions()`: ids being published now) until cancelled."""

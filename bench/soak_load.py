@@ -21,7 +21,7 @@ from bench.soak_check import FrameReader, Watch
 from bench.soak_faultkit import load
 from bench.soak_series import Series
 from bench.workload import BASE_TS_MS, PROVIDERS, Attempt, Provider, attempt_events, plan_of
-from events.inbound import AttemptStarted, InboundEvent, StreamError, TurnStarted
+from terminus.events.inbound import AttemptStarted, InboundEvent, StreamError, TurnStarted
 
 Plan = list[tuple[tuple[int, int], str]]
 RATE_LIMIT_WAIT_S: Final = 1.0

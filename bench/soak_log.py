@@ -15,9 +15,9 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from bench.soak_reads import read_streams
-from events.codec import CodecError, decode_event, sniff_format
-from service.keys import FIELD, Keys
-from service.settings import Settings
+from terminus.events.codec import CodecError, decode_event, sniff_format
+from terminus.service.keys import FIELD, Keys
+from terminus.service.settings import Settings
 
 Position = tuple[str, int, int, int]  # turn, step, attempt, seq: an event's identity
 READ_COUNT: Final = 2000

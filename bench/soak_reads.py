@@ -16,8 +16,8 @@ from typing import Any, Final, cast
 
 from redis.asyncio import Redis
 
-from service.connect import execute, is_cluster
-from service.replies import StreamReply, xread
+from terminus.service.redis.connect import execute, is_cluster
+from terminus.service.redis.replies import StreamReply, xread
 
 POLL_MS: Final = 20
 

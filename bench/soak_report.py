@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from bench.soak_series import Series, percentile
-from service.settings import Settings
+from terminus.service.settings import Settings
 
 
 @dataclass

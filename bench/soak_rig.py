@@ -6,8 +6,8 @@ is replaced, and one that exits without being killed by the soak is reported as 
 The load, the checker and the memory sampler talk to Redis directly: only the workers' traffic
 goes through the proxy, so a blackhole cuts the pool off as a network partition would.
 
-With `cluster`, a private Redis Cluster instead (3 primaries, 3 replicas, service/cluster.py) that
-the workers reach directly: a cluster's fault is a primary's death, not a cut network.
+With `cluster`, a private Redis Cluster instead (3 primaries, 3 replicas, service/redis/cluster.py)
+that the workers reach directly: a cluster's fault is a primary's death, not a cut network.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import msgspec
 from redis.asyncio import Redis
 
 from bench.soak_faultkit import harness
-from service.cluster import LocalCluster
-from service.connect import connect
-from service.embedded import EmbeddedRedis
-from service.settings import Settings
+from terminus.service.redis.cluster import LocalCluster
+from terminus.service.redis.connect import connect
+from terminus.service.redis.embedded import EmbeddedRedis
+from terminus.service.settings import Settings
 
 SUPERVISE_S: Final = 0.5
 LOG_TAIL: Final = 1500

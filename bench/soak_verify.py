@@ -29,13 +29,13 @@ from redis.exceptions import RedisError
 from bench.soak_faultkit import harness, malformed
 from bench.soak_log import raise_if_cancelled
 from bench.soak_series import MemorySample, Series
-from service.connect import is_cluster
-from service.keys import Keys
-from service.settings import Settings
+from terminus.service.keys import Keys
+from terminus.service.redis.connect import is_cluster
+from terminus.service.settings import Settings
 
 Source = tuple[str, str]
 SAMPLES: Final = 5
-REPLAY: Final = (sys.executable, "-m", "service", "replay", "--verify")
+REPLAY: Final = (sys.executable, "-m", "terminus", "replay", "--verify")
 REPLAYED: Final = re.compile(r"replayed (\d+) entries")
 DIFFERENT: Final = re.compile(r"DIFFERENT \((\d+)\): (.*)")
 

@@ -14,8 +14,8 @@ from itertools import islice
 
 import msgspec
 
-from events.codec import encode_event
-from events.inbound import (
+from terminus.events.codec import encode_event
+from terminus.events.inbound import (
     AttemptStarted,
     Contract,
     FinishStep,

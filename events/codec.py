@@ -18,9 +18,16 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from events.inbound import InboundEvent
-from events.outbound import PartialRecord, PersistedMessage, ProducerCommand, SessionUpdate
-from events.versions import DEFAULT, Document, NewerVersion, Schema, VersionError, version_of
+from terminus.events.inbound import InboundEvent
+from terminus.events.outbound import PartialRecord, PersistedMessage, ProducerCommand, SessionUpdate
+from terminus.events.versions import (
+    DEFAULT,
+    Document,
+    NewerVersion,
+    Schema,
+    VersionError,
+    version_of,
+)
 
 MAX_EVENT_BYTES: Final = 1024 * 1024
 Format = Literal["json", "msgpack"]

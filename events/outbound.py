@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from events.errors import LLMErrorPayload
-from events.inbound import FinishReason, Usage
+from terminus.events.errors import LLMErrorPayload
+from terminus.events.inbound import FinishReason, Usage
 
 StopReason = Literal["end_turn", "max_tokens", "refusal", "cancelled", "error"]
 TruncationReason = Literal["missing_terminal", "empty_other", "empty_stop", "stalled"]

@@ -8,7 +8,7 @@ its `current` version directly and every older one through a chain of upcasters,
 event). A version newer than `current` is refused: the producer is ahead of this worker, which
 cannot know what the new fields mean.
 
-Errors (`events.codec` turns them into `CodecError`s, so a worker dead-letters the entry):
+Errors (`terminus.events.codec` turns them into `CodecError`s, so a worker dead-letters the entry):
     VersionError      `v` is not a version (not a positive integer)
      +-- NewerVersion   `v` is newer than this build reads
 """

@@ -14,7 +14,7 @@ slot; `prefix` defaults to `terminus` and lets replay build projections beside t
     {prefix}:{p}:partials:<sid>     partial records of a session (hash turn_id -> JSON)
     {prefix}:{p}:turns              open turns of the partition (sorted set, score = stall deadline)
     {prefix}:{p}:archived           released turns whose snapshot is a tombstone (sorted set,
-                                    score = the release entry's ms; service/archive_records.py)
+                                    score = the release entry's ms; service/retention/records.py)
     {prefix}:{p}:resting            sessions of released turns, which the archiver checks for
                                     idleness (sorted set, score = the latest such release's ms)
     {prefix}:{p}:transitions        every state change of the partition's turns (stream, MAXLEN ~;

@@ -17,15 +17,15 @@
 | `TERMINUS_WAIT_BUDGET_MS` | 300000 | total retry wait per turn |
 | `TERMINUS_KEEP_PARTIAL` | 1 | keep a failed attempt as a partial record (0: discard) |
 | `TERMINUS_SESSION_MAXLEN` | 10000 | approximate cap of each session stream |
-| `TERMINUS_LOG_FORMAT` | `text` | `json`: one JSON object per log line (service/logs.py) |
-| `TERMINUS_ARCHIVE_DIR` | `./var/archive` | where archived log segments go (service/archive.py) |
+| `TERMINUS_LOG_FORMAT` | `text` | `json`: one JSON object per log line (service/runtime/logs.py) |
+| `TERMINUS_ARCHIVE_DIR` | `./var/archive` | where archived log segments go (retention/archive.py) |
 | `TERMINUS_RETAIN_MS` | 0: off | archive final turns older than this (at least 2000), trim logs |
 | `TERMINUS_REDIS_CLUSTER` | 0 | 1: `REDIS_URL` names any node of a Redis Cluster |
 | `TERMINUS_COMMIT_WAIT_REPLICAS` | 0 | >0: WAIT after each commit for this many replicas |
 | `TERMINUS_COMMIT_WAIT_MS` | 100 | how long that WAIT may block (a shortfall is logged) |
 | `TERMINUS_MAX_STREAMS_PER_TOKEN` | 8 | update streams a gateway token may hold open at once |
 
-The gateway's token keys are read by service/tokens.py (`TERMINUS_TOKEN_SECRETS`,
+The gateway's token keys are read by service/gateway/tokens.py (`TERMINUS_TOKEN_SECRETS`,
 `TERMINUS_TOKEN_KEYS_FILE`, `TERMINUS_TOKEN_SECRET`), never stored here: settings get printed.
 """
 
@@ -36,11 +36,11 @@ from typing import Literal
 
 import msgspec
 
-from events.codec import MAX_EVENT_BYTES
-from service.keys import DEFAULT_PREFIX
-from service.redaction import redacted_url
-from statemachines.config import CoreConfig
-from statemachines.retry_policy import RetryPolicy
+from terminus.events.codec import MAX_EVENT_BYTES
+from terminus.service.keys import DEFAULT_PREFIX
+from terminus.service.redaction import redacted_url
+from terminus.statemachines.config import CoreConfig
+from terminus.statemachines.retry_policy import RetryPolicy
 
 MIN_RETAIN_MS = 2_000
 

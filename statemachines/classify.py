@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from events.errors import ERROR_TYPES, ErrorType, LLMErrorPayload
-from events.inbound import StreamError
-from statemachines.error_kinds import kind_type
-from statemachines.retry_hints import (
+from terminus.events.errors import ERROR_TYPES, ErrorType, LLMErrorPayload
+from terminus.events.inbound import StreamError
+from terminus.statemachines.error_kinds import kind_type
+from terminus.statemachines.retry_hints import (
     NO_HINT,
     RetryHint,
     completed_hint,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from statemachines.retry_policy import RetryPolicy
+from terminus.statemachines.retry_policy import RetryPolicy
 
 
 class CoreConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from events.inbound import (
+from terminus.events.inbound import (
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -14,17 +14,17 @@ from events.inbound import (
     ToolResult,
     type_of,
 )
-from events.outbound import (
+from terminus.events.outbound import (
     AgentMessageChunk,
     AgentThoughtChunk,
     ToolCallFrame,
     ToolCallUpdate,
     ToolStatus,
 )
-from statemachines.errors import IllegalEvent
-from statemachines.outputs import Outputs
-from statemachines.states import TurnState
-from statemachines.turn import AttemptBuf, TextBuf, ToolBuf, Turn
+from terminus.statemachines.errors import IllegalEvent
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.states import TurnState
+from terminus.statemachines.turn import AttemptBuf, TextBuf, ToolBuf, Turn
 
 _STREAMING = TurnState.STREAMING
 _RESULT_STATES = frozenset(

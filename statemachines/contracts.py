@@ -10,8 +10,8 @@ from typing import Final
 
 import msgspec
 
-from events.inbound import FinishStep
-from events.outbound import TruncationReason
+from terminus.events.inbound import FinishStep
+from terminus.events.outbound import TruncationReason
 
 
 class ProofRule(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from events.errors import LLMErrorPayload
-from events.inbound import StreamError
-from events.outbound import (
+from terminus.events.errors import LLMErrorPayload
+from terminus.events.inbound import StreamError
+from terminus.events.outbound import (
     AgentError,
     AttemptDiscarded,
     CompactionRequired,
@@ -12,15 +12,15 @@ from events.outbound import (
     Retrying,
     RetryScheduled,
 )
-from statemachines.classify import classify
-from statemachines.config import CoreConfig
-from statemachines.errors import IllegalEvent
-from statemachines.outputs import Outputs, Transition
-from statemachines.projection import partial_record
-from statemachines.retry_policy import RetryDecision, decide_retry
-from statemachines.states import OPEN_ATTEMPT_STATES, TurnState
-from statemachines.table import advance
-from statemachines.turn import AttemptBuf, AttemptOutcome, Turn
+from terminus.statemachines.classify import classify
+from terminus.statemachines.config import CoreConfig
+from terminus.statemachines.errors import IllegalEvent
+from terminus.statemachines.outputs import Outputs, Transition
+from terminus.statemachines.projection import partial_record
+from terminus.statemachines.retry_policy import RetryDecision, decide_retry
+from terminus.statemachines.states import OPEN_ATTEMPT_STATES, TurnState
+from terminus.statemachines.table import advance
+from terminus.statemachines.turn import AttemptBuf, AttemptOutcome, Turn
 
 
 def fire(turn: Turn, trigger: str, out: Outputs) -> None:

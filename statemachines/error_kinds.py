@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from events.errors import ErrorType
+from terminus.events.errors import ErrorType
 
 # anthropic.types ErrorObject: the `error.type` of an Anthropic error body or `error` event.
 ANTHROPIC_ERROR_TYPES: Final[dict[str, ErrorType]] = {

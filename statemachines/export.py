@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from events.outbound import (
+from terminus.events.outbound import (
     MessagePart,
     PersistedMessage,
     ReasoningPart,
@@ -67,14 +67,21 @@ def _anthropic_block(part: MessagePart) -> Json | None:
             return None
         return {"type": "thinking", "thinking": part.text, "signature": part.signature}
     if isinstance(part, ToolPart) and part.state != "incomplete":
-        return {"type": "tool_use", "id": part.tool_call_id, "name": part.name,
-                "input": part.input or {}}  # fmt: skip
+        return {
+            "type": "tool_use",
+            "id": part.tool_call_id,
+            "name": part.name,
+            "input": part.input or {},
+        }
     return None
 
 
 def _anthropic_result(tool: ToolPart) -> Json:
-    block: Json = {"type": "tool_result", "tool_use_id": tool.tool_call_id,
-                   "content": _result_text(tool)}  # fmt: skip
+    block: Json = {
+        "type": "tool_result",
+        "tool_use_id": tool.tool_call_id,
+        "content": _result_text(tool),
+    }
     if tool.state == "error":
         block["is_error"] = True
     return block
@@ -101,5 +108,8 @@ def to_openai(message: PersistedMessage) -> list[Json]:
 
 def _openai_call(tool: ToolPart) -> Json:
     arguments = msgspec.json.encode(tool.input or {}).decode()
-    return {"id": tool.tool_call_id, "type": "function",
-            "function": {"name": tool.name, "arguments": arguments}}  # fmt: skip
+    return {
+        "id": tool.tool_call_id,
+        "type": "function",
+        "function": {"name": tool.name, "arguments": arguments},
+    }

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
-from events.inbound import (
+from terminus.events.inbound import (
     AttemptStalled,
     AttemptStarted,
     FinishStep,
@@ -34,13 +34,13 @@ from events.inbound import (
     TurnEnded,
     TurnStarted,
 )
-from statemachines import content, lifecycle
-from statemachines.config import DEFAULT_CONFIG, CoreConfig
-from statemachines.endings import on_stream_error, truncate
-from statemachines.errors import IllegalEvent
-from statemachines.outputs import Outputs, ignore
-from statemachines.states import FINAL_STATES, OPEN_ATTEMPT_STATES, TurnState
-from statemachines.turn import Turn
+from terminus.statemachines import content, lifecycle
+from terminus.statemachines.config import DEFAULT_CONFIG, CoreConfig
+from terminus.statemachines.endings import on_stream_error, truncate
+from terminus.statemachines.errors import IllegalEvent
+from terminus.statemachines.outputs import Outputs, ignore
+from terminus.statemachines.states import FINAL_STATES, OPEN_ATTEMPT_STATES, TurnState
+from terminus.statemachines.turn import Turn
 
 
 def evolve(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from events.errors import LLMErrorPayload
-from events.inbound import (
+from terminus.events.errors import LLMErrorPayload
+from terminus.events.inbound import (
     ZERO_USAGE,
     AttemptStarted,
     FinishReason,
@@ -11,15 +11,15 @@ from events.inbound import (
     ProviderTerminal,
     StreamError,
 )
-from events.outbound import MessageCommitted, StopReason, TurnFinished
-from statemachines.config import CoreConfig
-from statemachines.contracts import proof_rule, synthesized_reason
-from statemachines.endings import discard_attempt, fail, fire, on_stream_error, truncate
-from statemachines.errors import IllegalEvent
-from statemachines.outputs import Outputs, ignore
-from statemachines.projection import message_id_of, seal_step
-from statemachines.states import OPEN_ATTEMPT_STATES, TurnState
-from statemachines.turn import AttemptBuf, AttemptOutcome, FinishInfo, Turn
+from terminus.events.outbound import MessageCommitted, StopReason, TurnFinished
+from terminus.statemachines.config import CoreConfig
+from terminus.statemachines.contracts import proof_rule, synthesized_reason
+from terminus.statemachines.endings import discard_attempt, fail, fire, on_stream_error, truncate
+from terminus.statemachines.errors import IllegalEvent
+from terminus.statemachines.outputs import Outputs, ignore
+from terminus.statemachines.projection import message_id_of, seal_step
+from terminus.statemachines.states import OPEN_ATTEMPT_STATES, TurnState
+from terminus.statemachines.turn import AttemptBuf, AttemptOutcome, FinishInfo, Turn
 
 STOP_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",

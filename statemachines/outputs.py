@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from events.outbound import PartialRecord, PersistedMessage, ProducerCommand, SessionUpdate
-from statemachines.turn import Turn
+from terminus.events.outbound import PartialRecord, PersistedMessage, ProducerCommand, SessionUpdate
+from terminus.statemachines.turn import Turn
 
 
 class Transition(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,8 +42,14 @@ class Outputs(msgspec.Struct, kw_only=True):
             del items[length:]
 
     def _lists(self) -> tuple[list[Any], ...]:
-        return (self.frames, self.commands, self.messages, self.partials, self.transitions,
-                self.ignored)  # fmt: skip
+        return (
+            self.frames,
+            self.commands,
+            self.messages,
+            self.partials,
+            self.transitions,
+            self.ignored,
+        )
 
 
 def ignore(turn: Turn, out: Outputs, reason: str) -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from events.errors import LLMErrorPayload
-from events.outbound import (
+from terminus.events.errors import LLMErrorPayload
+from terminus.events.outbound import (
     MessagePart,
     PartialRecord,
     PersistedMessage,
@@ -18,7 +18,7 @@ from events.outbound import (
     TextPart,
     ToolPart,
 )
-from statemachines.turn import AttemptBuf, TextBuf, ToolBuf, Turn
+from terminus.statemachines.turn import AttemptBuf, TextBuf, ToolBuf, Turn
 
 MISSING_RESULT = "tool result missing"
 

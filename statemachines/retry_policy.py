@@ -10,7 +10,7 @@ import hashlib
 
 import msgspec
 
-from events.errors import LLMErrorPayload
+from terminus.events.errors import LLMErrorPayload
 
 DEFAULT_MAX_ATTEMPTS = 3
 

@@ -12,8 +12,8 @@ from typing import Any, Final
 
 from transitions import Machine, MachineError
 
-from statemachines.errors import IllegalTransition
-from statemachines.states import TurnState as S
+from terminus.statemachines.errors import IllegalTransition
+from terminus.statemachines.states import TurnState as S
 
 _OPEN = [S.STREAMING, S.AWAITING_TERMINAL]
 _LIVE = [S.PENDING, S.STREAMING, S.AWAITING_TERMINAL, S.AWAITING_STEP, S.TRUNCATED, S.RETRYING]

@@ -11,10 +11,10 @@ from typing import Any
 
 import msgspec
 
-from events.errors import LLMErrorPayload
-from events.inbound import FinishReason, Usage
-from events.outbound import MessagePart
-from statemachines.states import TurnState
+from terminus.events.errors import LLMErrorPayload
+from terminus.events.inbound import FinishReason, Usage
+from terminus.events.outbound import MessagePart
+from terminus.statemachines.states import TurnState
 
 
 class TextBuf(msgspec.Struct, kw_only=True):

@@ -8,7 +8,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from service.connect import connect, is_cluster
+from terminus.service.redis.connect import connect, is_cluster
 
 
 class Target(NamedTuple):

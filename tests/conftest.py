@@ -3,7 +3,7 @@
 `redis_url` is REDIS_URL when set, else a private redis-server started for the test session, so
 the gate needs no Redis installed. Tests never stop or restart that server; fault tests start
 their own with `private_redis`. A test marked `cluster` runs twice: on that server and on a
-local Redis Cluster (service/cluster.py) started once per run; `on_cluster` says which.
+local Redis Cluster (service/redis/cluster.py) started once per run; `on_cluster` says which.
 
 With TERMINUS_TEST_REDIS_TLS=1 the session's server is a TLS-only one with ACL users
 (tests/secure_redis.py) and `redis_url` names its least-privileged user, so every test's own
@@ -26,10 +26,10 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from secure_redis import SecureRedis
 
-from service.cluster import LocalCluster
-from service.connect import connect
-from service.embedded import EmbeddedRedis, EmbeddedRedisError, Fsync
-from service.replay import clear_prefix
+from terminus.service.cli.replay import clear_prefix
+from terminus.service.redis.cluster import LocalCluster
+from terminus.service.redis.connect import connect
+from terminus.service.redis.embedded import EmbeddedRedis, EmbeddedRedisError, Fsync
 
 StartRedis = Callable[..., EmbeddedRedis]
 FAULT_PREFIX: Final = "fx"  # tests/faults/harness.py's

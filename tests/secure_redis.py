@@ -36,7 +36,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from service.embedded import EmbeddedRedis, EmbeddedRedisError
+from terminus.service.redis.embedded import EmbeddedRedis, EmbeddedRedisError
 
 SERVICE_USER: Final = "terminus"
 ADMIN_USER: Final = "admin"
@@ -49,7 +49,7 @@ TEST_ROOT: Final = "t-"
 SERVICE_COMMANDS: Final = (
     # connections: health checks and /healthz; FastStream names its connections
     "ping", "client|setname",
-    # the Lua scripts (service/lua), loaded again after a restart or SCRIPT FLUSH
+    # the Lua scripts (service/redis/lua), loaded again after a restart or SCRIPT FLUSH
     "evalsha", "script|load",
     # streams: inbound logs, session frames, commands, transitions, dead letters
     "xadd", "xread", "xreadgroup", "xrange", "xrevrange", "xlen", "xack", "xpending",
@@ -57,7 +57,7 @@ SERVICE_COMMANDS: Final = (
     # strings: snapshots, tails, leases, epochs
     "get", "mget", "set", "incr", "append", "pexpire", "del", "unlink", "type",
     # hashes: messages, partials, metrics; a worker stores its own metrics and their TTL in one
-    # MULTI (service/metrics_worker.py)
+    # MULTI (service/metrics/worker.py)
     "hget", "hmget", "hgetall", "hset", "hdel", "hincrby", "multi", "exec",
     # sorted sets: open turns, workers, archive bookkeeping, message order
     "zadd", "zrange", "zrangebyscore", "zrevrangebyscore", "zrem", "zremrangebyscore",
@@ -97,14 +97,14 @@ def service_rules(
 
 
 def producer_rules(prefix: str, partitions: int) -> list[str]:
-    """A producer's user (service/producer.py): XADD to the inbound logs and nothing else, each
+    """A producer's user (service/sdk/producer.py): XADD to the inbound logs and nothing else, each
     log named exactly (a `*` could also match a session stream whose id ends in "}:in")."""
     logs = [f"~{prefix}:{{{p}}}:in" for p in range(partitions)]
     return ["resetkeys", *logs, "resetchannels", "-@all", "+ping", "+xadd"]
 
 
 def reader_rules(prefix: str) -> list[str]:
-    """A subscriber's user reading over Redis (`RedisSource`, service/subscriber.py): XREAD of
+    """A subscriber's user reading over Redis (`RedisSource`, service/sdk/subscriber.py): XREAD of
     the session streams, the only streams under `:session:`."""
     return ["resetkeys", f"~{prefix}:{{*}}:session:*", "resetchannels", "-@all", "+ping", "+xread"]
 

@@ -11,9 +11,9 @@ import uvicorn
 from redis.asyncio import Redis
 from starlette.types import ASGIApp
 
-from service.embedded import free_port
-from service.settings import Settings
-from service.worker import Worker
+from terminus.service.redis.embedded import free_port
+from terminus.service.runtime.worker import Worker
+from terminus.service.settings import Settings
 
 
 @contextlib.asynccontextmanager

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from events.adapters.anthropic import AnthropicAdapter, BedrockAdapter
-from events.adapters.base import AdapterError, AttemptContext, ProviderAdapter
-from events.adapters.converse import ConverseAdapter
-from events.adapters.eventstream import decode_eventstream
-from events.adapters.gemini import GeminiAdapter
-from events.adapters.http_errors import http_error_event
-from events.adapters.openai_chat import OpenAIChatAdapter
-from events.adapters.openai_responses import OpenAIResponsesAdapter
-from events.inbound import Contract
+from terminus.events.adapters.anthropic import AnthropicAdapter, BedrockAdapter
+from terminus.events.adapters.base import AdapterError, AttemptContext, ProviderAdapter
+from terminus.events.adapters.converse import ConverseAdapter
+from terminus.events.adapters.eventstream import decode_eventstream
+from terminus.events.adapters.gemini import GeminiAdapter
+from terminus.events.adapters.http_errors import http_error_event
+from terminus.events.adapters.openai_chat import OpenAIChatAdapter
+from terminus.events.adapters.openai_responses import OpenAIResponsesAdapter
+from terminus.events.inbound import Contract
 
 PROVIDERS: tuple[str, ...] = (
     "anthropic",

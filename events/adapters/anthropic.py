@@ -11,12 +11,12 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from events.adapters.base import AttemptContext
-from events.adapters.eventstream import unwrap_decoded_frame
-from events.adapters.reasons import ANTHROPIC_STOP, reason_of
-from events.adapters.stream import StreamAdapter
-from events.adapters.values import compact, count, error_message, obj, string
-from events.inbound import ToolResult, Usage
+from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.eventstream import unwrap_decoded_frame
+from terminus.events.adapters.reasons import ANTHROPIC_STOP, reason_of
+from terminus.events.adapters.stream import StreamAdapter
+from terminus.events.adapters.values import compact, count, error_message, obj, string
+from terminus.events.inbound import ToolResult, Usage
 
 SPLICED_MESSAGE: Final = "message_start before message_stop: overlapping generations"
 

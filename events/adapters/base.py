@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from events.inbound import InboundEvent
+from terminus.events.inbound import InboundEvent
 
 
 class AttemptContext(msgspec.Struct, frozen=True, kw_only=True):

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.adapters.base import AttemptContext
-from events.adapters.reasons import BEDROCK_STOP, reason_of
-from events.adapters.stream import PendingTool, StreamAdapter
-from events.adapters.values import count, obj, string
-from events.inbound import Usage
+from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.reasons import BEDROCK_STOP, reason_of
+from terminus.events.adapters.stream import PendingTool, StreamAdapter
+from terminus.events.adapters.values import count, obj, string
+from terminus.events.inbound import Usage
 
 
 class ConverseAdapter(StreamAdapter):

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 import msgspec
 
-from events.adapters.base import AdapterError
-from events.adapters.values import decode, error_message
+from terminus.events.adapters.base import AdapterError
+from terminus.events.adapters.values import decode, error_message
 
 _PRELUDE: Final = struct.Struct(">III")
 _MIN_FRAME: Final = _PRELUDE.size + 4

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.adapters.base import AttemptContext
-from events.adapters.gemini_args import StreamedCall
-from events.adapters.reasons import GEMINI_BLOCK, GEMINI_FINISH, reason_of
-from events.adapters.stream import StreamAdapter
-from events.adapters.values import arr, count, obj, string
-from events.inbound import FinishReason, Usage
+from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.gemini_args import StreamedCall
+from terminus.events.adapters.reasons import GEMINI_BLOCK, GEMINI_FINISH, reason_of
+from terminus.events.adapters.stream import StreamAdapter
+from terminus.events.adapters.values import arr, count, obj, string
+from terminus.events.inbound import FinishReason, Usage
 
 
 class GeminiAdapter(StreamAdapter):

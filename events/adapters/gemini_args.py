@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import msgspec
 
-from events.adapters.values import obj, string
+from terminus.events.adapters.values import obj, string
 
 _VALUE_KEYS: Final = ("stringValue", "numberValue", "boolValue", "nullValue")
 _SEGMENT = re.compile(r"\.([^.\[\]]+)|\[(\d+)\]")

@@ -7,9 +7,9 @@ from typing import Any
 
 import msgspec
 
-from events.adapters.base import AttemptContext
-from events.adapters.values import arr, decode, error_message
-from events.inbound import StreamError
+from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.values import arr, decode, error_message
+from terminus.events.inbound import StreamError
 
 
 def http_error_event(

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.adapters.base import AttemptContext
-from events.adapters.reasons import CHAT_FINISH, reason_of
-from events.adapters.stream import PendingTool, StreamAdapter
-from events.adapters.values import arr, count, error_message, obj, string
-from events.inbound import FinishReason, Usage
+from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.reasons import CHAT_FINISH, reason_of
+from terminus.events.adapters.stream import PendingTool, StreamAdapter
+from terminus.events.adapters.values import arr, count, error_message, obj, string
+from terminus.events.inbound import FinishReason, Usage
 
 
 class OpenAIChatAdapter(StreamAdapter):

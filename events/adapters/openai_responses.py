@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.adapters.base import AttemptContext
-from events.adapters.reasons import RESPONSES_INCOMPLETE, reason_of
-from events.adapters.stream import StreamAdapter
-from events.adapters.values import count, error_message, obj, string
-from events.inbound import FinishReason, Usage
+from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.reasons import RESPONSES_INCOMPLETE, reason_of
+from terminus.events.adapters.stream import StreamAdapter
+from terminus.events.adapters.values import count, error_message, obj, string
+from terminus.events.inbound import FinishReason, Usage
 
 
 class OpenAIResponsesAdapter(StreamAdapter):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from events.inbound import FinishReason
+from terminus.events.inbound import FinishReason
 
 # anthropic.types.StopReason; Bedrock InvokeModel carries the same Anthropic events.
 ANTHROPIC_STOP: Final[dict[str, FinishReason]] = {

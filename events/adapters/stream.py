@@ -17,11 +17,11 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from events.adapters.base import AdapterError, AttemptContext
-from events.adapters.sse import Frame, SseParser
-from events.adapters.values import decode, error_message, parse_object
-from events.adapters.wires import Decoded, Item, Malformed, SniffingWire
-from events.inbound import (
+from terminus.events.adapters.base import AdapterError, AttemptContext
+from terminus.events.adapters.sse import Frame, SseParser
+from terminus.events.adapters.values import decode, error_message, parse_object
+from terminus.events.adapters.wires import Decoded, Item, Malformed, SniffingWire
+from terminus.events.inbound import (
     FinishReason,
     FinishStep,
     InboundEvent,

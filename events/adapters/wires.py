@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 import msgspec
 
-from events.adapters.eventstream import FrameError, payload_of_frame, split_frame
-from events.adapters.sse import Frame, SseParser
+from terminus.events.adapters.eventstream import FrameError, payload_of_frame, split_frame
+from terminus.events.adapters.sse import Frame, SseParser
 
 
 class Malformed(msgspec.Struct, frozen=True):

@@ -21,18 +21,18 @@ from redis.asyncio import Redis
 from serving import running_worker
 from support.polling import until
 
-from events.codec import decode_message, decode_partial
-from service.demo import DEMO_DIR, SCENARIOS
-from service.feeding import publish_attempt
-from service.keys import GROUP, Keys, keys_for_session
-from service.producer import Producer
-from service.replies import last_id
-from service.settings import Settings
-from service.simulate import simulate
-from service.views import session_updates
-from service.worker import Worker
-from statemachines.states import FINAL_STATES, TurnState
-from statemachines.turn import Turn
+from terminus.events.codec import decode_message, decode_partial
+from terminus.service.cli.demo import DEMO_DIR, SCENARIOS
+from terminus.service.cli.feeding import publish_attempt
+from terminus.service.cli.simulate import simulate
+from terminus.service.keys import GROUP, Keys, keys_for_session
+from terminus.service.redis.replies import last_id
+from terminus.service.runtime.worker import Worker
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.views import session_updates
+from terminus.service.settings import Settings
+from terminus.statemachines.states import FINAL_STATES, TurnState
+from terminus.statemachines.turn import Turn
 
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 PARTITIONS: Final = 4

@@ -29,12 +29,19 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from serving import serving
 
-from events.inbound import FinishStep, StreamClosed, StreamError, TextDelta, TextStart, Usage
-from service.gateway import create_gateway
-from service.producer import Producer, TurnPublisher
-from service.settings import Settings
-from service.tokens import mint
-from service.worker import Worker
+from terminus.events.inbound import (
+    FinishStep,
+    StreamClosed,
+    StreamError,
+    TextDelta,
+    TextStart,
+    Usage,
+)
+from terminus.service.gateway.routes import create_gateway
+from terminus.service.gateway.tokens import mint
+from terminus.service.runtime.worker import Worker
+from terminus.service.sdk.producer import Producer, TurnPublisher
+from terminus.service.settings import Settings
 
 CHROMIUM: Final = Path("/usr/bin/chromium")
 CHROMEDRIVER: Final = Path("/usr/bin/chromedriver")

@@ -22,7 +22,7 @@ import pytest
 from redis.asyncio import Redis
 from support.polling import until
 
-from service.keys import Keys, workers_key
+from terminus.service.keys import Keys, workers_key
 
 PARTITIONS: Final = 4
 DEADLINE_S: Final = 30.0
@@ -83,7 +83,7 @@ def _interruptible() -> None:
 
 
 class Terminus:
-    """`python -m service ARGS` under a unique prefix, its output in files of `directory`."""
+    """`python -m terminus ARGS` under a unique prefix, its output in files of `directory`."""
 
     def __init__(self, redis: Redis, redis_url: str, prefix: str, directory: Path) -> None:
         self.redis, self.prefix, self.directory = redis, prefix, directory
@@ -99,7 +99,7 @@ class Terminus:
     async def start(self, *args: str) -> Process:
         with (self.directory / "out").open("wb") as out, (self.directory / "err").open("wb") as err:
             self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "service", *args, env=self.env, cwd=self.directory,
+                sys.executable, "-m", "terminus", *args, env=self.env, cwd=self.directory,
                 stdout=out, stderr=err, preexec_fn=_interruptible,
             )  # fmt: skip
         return self.process

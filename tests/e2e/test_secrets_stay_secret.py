@@ -21,8 +21,8 @@ from redis.asyncio import Redis
 from support.polling import until
 from test_run_demo import Terminus, exited
 
-from service.embedded import EmbeddedRedis, free_port
-from service.tokens import mint
+from terminus.service.gateway.tokens import mint
+from terminus.service.redis.embedded import EmbeddedRedis, free_port
 
 PASSWORD: Final = "pw-" + secrets.token_hex(12)
 SECRET: Final = "secret-" + secrets.token_hex(16)

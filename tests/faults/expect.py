@@ -1,8 +1,8 @@
 """What the fault tests expect: the in-process fold of what was published, compared byte for byte.
 
-The expected outcome of a session is the fold (`statemachines.fold.evolve`) of exactly the events
-its producer published, in order, an illegal event skipped as a worker skips it (into the dead
-letters). `assert_exact` compares every frame, message and snapshot with it; `replay --verify`
+The expected outcome of a session is the fold (`terminus.statemachines.fold.evolve`) of exactly the
+events its producer published, in order, an illegal event skipped as a worker skips it (into the
+dead letters). `assert_exact` compares every frame, message and snapshot with it; `replay --verify`
 must find no difference either.
 """
 
@@ -17,17 +17,23 @@ from harness import Source, Workers, dead_letters, keys_of
 from load import Published
 from redis.asyncio import Redis
 
-from events.codec import CodecError, decode_event, encode_json, encode_msgpack, sniff_format
-from events.inbound import InboundEvent, TurnStarted
-from service.keys import FIELD, Keys
-from service.replay import replay
-from service.replies import StreamEntry
-from service.settings import Settings
-from statemachines.config import CoreConfig
-from statemachines.errors import CoreError
-from statemachines.fold import evolve
-from statemachines.outputs import Outputs
-from statemachines.turn import Turn
+from terminus.events.codec import (
+    CodecError,
+    decode_event,
+    encode_json,
+    encode_msgpack,
+    sniff_format,
+)
+from terminus.events.inbound import InboundEvent, TurnStarted
+from terminus.service.cli.replay import replay
+from terminus.service.keys import FIELD, Keys
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.settings import Settings
+from terminus.statemachines.config import CoreConfig
+from terminus.statemachines.errors import CoreError
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.turn import Turn
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Harness of the fault tests: worker processes, their batches in hand, quiescence.
 
-Workers run as `python -m service worker` OS processes, each in its own process group (its own
+Workers run as `python -m terminus worker` OS processes, each in its own process group (its own
 session), logging to a file; `Workers` SIGKILLs every one it started when its block ends,
 whatever happened. Tests wait by polling against deadlines, never by sleeping a fixed time.
 The load comes from `load.py`, the expected outcome and its checks from `expect.py`.
@@ -26,16 +26,16 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 from support.polling import until
 
-from service.archive_records import TOMBSTONE
-from service.embedded import EmbeddedRedis
-from service.keys import GROUP, Keys, partition_of
-from service.replies import StreamEntry
-from service.settings import Settings
-from statemachines.states import FINAL_STATES
-from statemachines.turn import Turn
+from terminus.service.fold.releases import TOMBSTONE
+from terminus.service.keys import GROUP, Keys, partition_of
+from terminus.service.redis.embedded import EmbeddedRedis
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.settings import Settings
+from terminus.statemachines.states import FINAL_STATES
+from terminus.statemachines.turn import Turn
 
 REPO: Final = Path(__file__).resolve().parents[2]
-WORKER: Final = (sys.executable, "-m", "service", "worker")
+WORKER: Final = (sys.executable, "-m", "terminus", "worker")
 _TURN: Final = msgspec.msgpack.Decoder(Turn)
 Source = tuple[str, str]  # an inbound entry: its stream and id (ids are unique per stream only)
 StartRedis = Callable[..., EmbeddedRedis]  # the `private_redis` fixture of tests/conftest.py

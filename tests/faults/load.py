@@ -16,7 +16,7 @@ from typing import Any, TypeVar, cast
 
 from redis.asyncio import Redis
 
-from events.inbound import (
+from terminus.events.inbound import (
     FinishStep,
     InboundEvent,
     StreamClosed,
@@ -25,9 +25,9 @@ from events.inbound import (
     TextStart,
     Usage,
 )
-from service.connect import TRANSIENT
-from service.producer import Producer
-from service.settings import Settings
+from terminus.service.redis.connect import TRANSIENT
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
 
 E = TypeVar("E", bound=InboundEvent)
 Published = dict[str, list[tuple[str, InboundEvent]]]  # session -> (entry id, event), in order

@@ -13,8 +13,8 @@ import random
 from collections.abc import Iterator
 from typing import Any, Final, NamedTuple, TypeVar
 
-from events.codec import MAX_EVENT_BYTES
-from events.inbound import (
+from terminus.events.codec import MAX_EVENT_BYTES
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -24,14 +24,14 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from service.decoding import KEPT_BYTES
-from service.keys import FIELD
+from terminus.service.fold.decoding import KEPT_BYTES
+from terminus.service.keys import FIELD
 
 EVENT: Final = (
     b'{"type":"text-delta","session_id":"junk","turn_id":"junk-t","seq":%b,"part_id":"p",'
     b'"delta":%b}'
 )
-OVERSIZED_BYTES: Final = 2_000_000  # past events.codec.MAX_EVENT_BYTES (1 MiB)
+OVERSIZED_BYTES: Final = 2_000_000  # past terminus.events.codec.MAX_EVENT_BYTES (1 MiB)
 E = TypeVar("E", bound=InboundEvent)
 
 

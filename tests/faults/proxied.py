@@ -18,7 +18,7 @@ from backends import Target
 from harness import StartRedis
 from proxy import BlackholeProxy
 
-from service.cluster import LocalCluster
+from terminus.service.redis.cluster import LocalCluster
 
 
 @asynccontextmanager

@@ -37,8 +37,8 @@ from proxied import behind_proxies
 PLANS = plan_sessions(sessions=16, turns=12, tag="hole")
 TURNS = planned_turns(PLANS)
 BLACKHOLE_S = 10.0
-TIMED_OUT = "network:TimeoutError"  # service/partition.py, when a read or commit times out
-LOST = "lost partition"  # service/worker.py, when the lease expired under the worker
+TIMED_OUT = "network:TimeoutError"  # service/runtime/owner.py, when a read or commit times out
+LOST = "lost partition"  # service/runtime/worker.py, when the lease expired under the worker
 
 
 @pytest.mark.cluster  # on a cluster the test's own client is cut off too (tests/faults/proxied.py)

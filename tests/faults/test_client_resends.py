@@ -26,12 +26,12 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError
 from test_failover import promoted
 
-from service import wire as wire_module
-from service.cluster import LocalCluster
-from service.connect import execute, make_broker, refresh_slots
-from service.keys import Keys
-from service.settings import Settings
-from service.wire import Call, Wire
+from terminus.service.keys import Keys
+from terminus.service.redis.cluster import LocalCluster
+from terminus.service.redis.connect import execute, make_broker, refresh_slots
+from terminus.service.runtime import wire as wire_module
+from terminus.service.runtime.wire import Call, Wire
+from terminus.service.settings import Settings
 
 pytestmark = pytest.mark.cluster
 

@@ -30,7 +30,7 @@ from harness import (
 from load import RecordingProducer, plan_sessions, planned_turns, publish_sessions
 from proxied import behind_proxies
 
-from service.scripts import source
+from terminus.service.redis.scripts import source
 
 PLANS = plan_sessions(sessions=6, turns=8, tag="delayed")
 TURNS = planned_turns(PLANS)

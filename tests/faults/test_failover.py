@@ -19,11 +19,11 @@ from harness import Workers, busy_partitions, fault_settings, wait_owned, wait_u
 from load import RecordingProducer, has_published, plan_sessions, planned_events, publish_sessions
 from redis.asyncio import Redis
 
-from service.cluster import ClusterNode, LocalCluster
-from service.connect import connect
-from service.embedded import EmbeddedRedisError
-from service.keys import Keys
-from service.settings import Settings
+from terminus.service.keys import Keys
+from terminus.service.redis.cluster import ClusterNode, LocalCluster
+from terminus.service.redis.connect import connect
+from terminus.service.redis.embedded import EmbeddedRedisError
+from terminus.service.settings import Settings
 
 PLANS = plan_sessions(sessions=24, turns=10, tag="failover")
 

@@ -32,9 +32,9 @@ from harness import (
 from load import RecordingProducer, numbered_events, plan_sessions
 from redis.asyncio import Redis
 
-from events.inbound import InboundEvent
-from service.keys import GROUP, Keys
-from service.replies import StreamEntry, StreamReply
+from terminus.events.inbound import InboundEvent
+from terminus.service.keys import GROUP, Keys
+from terminus.service.redis.replies import StreamEntry, StreamReply
 
 PLANS = plan_sessions(sessions=10, turns=3, tag="hwm", cut_every=4)
 CHUNK = 6  # events per publish, turn after turn in round robin

@@ -21,13 +21,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from load import RecordingProducer, TurnPlan, publish_turn
 
-from events.codec import encode_json
-from events.inbound import AttemptStarted, FinishStep, TextDelta, TextStart, TurnStarted, Usage
-from service.connect import connect
-from service.decoding import Entry, decode_entries
-from service.keys import FIELD, Keys
-from service.settings import Settings
-from service.worker import Worker
+from terminus.events.codec import encode_json
+from terminus.events.inbound import (
+    AttemptStarted,
+    FinishStep,
+    TextDelta,
+    TextStart,
+    TurnStarted,
+    Usage,
+)
+from terminus.service.fold.decoding import Entry, decode_entries
+from terminus.service.keys import FIELD, Keys
+from terminus.service.redis.connect import connect
+from terminus.service.runtime.worker import Worker
+from terminus.service.settings import Settings
 
 VALID: Final = [TurnPlan(f"valid-{s}", f"valid-{s}-t{t}", cut=t == 1, deltas=12)
                 for s in range(3) for t in range(2)]  # fmt: skip

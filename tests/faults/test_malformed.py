@@ -33,11 +33,11 @@ from load import RecordingProducer, TurnPlan, plan_sessions, publish_sessions, p
 from malformed import Junk, check_junk, gap_turn, ghost_event, junk
 from redis.asyncio import Redis
 
-from events.codec import encode_event
-from events.inbound import InboundEvent, TextDelta
-from service.keys import Keys
-from service.producer import Producer
-from service.settings import Settings
+from terminus.events.codec import encode_event
+from terminus.events.inbound import InboundEvent, TextDelta
+from terminus.service.keys import Keys
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
 
 VALID = plan_sessions(sessions=8, turns=10, tag="ok")
 LATE: Final = 3  # late events after each valid session's last turn

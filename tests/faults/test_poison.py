@@ -20,8 +20,8 @@ from malformed import Junk, check_junk, deep_nesting, huge_integer, not_utf8
 from redis.asyncio import Redis
 from serving import running_worker
 
-from events.codec import decode_message
-from events.inbound import (
+from terminus.events.codec import decode_message
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     TextDelta,
@@ -30,10 +30,10 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from service.keys import keys_for_session
-from service.producer import Producer
-from service.replies import StreamEntry
-from service.settings import Settings
+from terminus.service.keys import keys_for_session
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

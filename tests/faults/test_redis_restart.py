@@ -35,9 +35,9 @@ from load import (
 )
 from redis.asyncio import Redis
 
-from service.cluster import LocalCluster
-from service.embedded import EmbeddedRedis
-from service.keys import Keys
+from terminus.service.keys import Keys
+from terminus.service.redis.cluster import LocalCluster
+from terminus.service.redis.embedded import EmbeddedRedis
 
 PLANS = plan_sessions(sessions=24, turns=15, tag="restart")
 TURNS = planned_turns(PLANS)

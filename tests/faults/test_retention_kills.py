@@ -1,8 +1,8 @@
 """Worker processes with retention on (TERMINUS_RETAIN_MS), SIGKILLed under load: every
 published entry ends up in the archive or the live log, exactly once, every turn is released,
-and `replay --verify` over archive plus log finds no difference (service/archiver.py) once the
-workers are gone (SIGKILLed too: their archivers stop wherever they are). A running archiver
-moves entries from the log to the archive while a replay reads them: verify a stopped pool.
+and `replay --verify` over archive plus log finds no difference (service/retention/archiver.py)
+once the workers are gone (SIGKILLed too: their archivers stop wherever they are). A running
+archiver moves entries from the log to the archive while a replay reads them: verify a stopped pool.
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ from harness import (
 from load import RecordingProducer, has_published, plan_sessions, planned_events, publish_sessions
 from redis.asyncio import Redis
 
-from service.archive import LocalArchive, partition_prefix
-from service.archive_records import TOMBSTONE, id_key, unpack_segment
-from service.keys import FIELD, Keys
-from service.replay import replay
-from service.replies import xrange
-from service.settings import Settings
+from terminus.service.cli.replay import replay
+from terminus.service.fold.releases import TOMBSTONE, id_key
+from terminus.service.keys import FIELD, Keys
+from terminus.service.redis.replies import xrange
+from terminus.service.retention.archive import LocalArchive, partition_prefix
+from terminus.service.retention.records import unpack_segment
+from terminus.service.settings import Settings
 
 PLANS = plan_sessions(sessions=20, turns=10, tag="r")  # 200 turns; 20 cut once, then retried
 RETAIN_MS: Final = 2_000  # the least TERMINUS_RETAIN_MS takes
@@ -57,7 +58,7 @@ async def events_kept(redis: Redis, settings: Settings, archive: LocalArchive) -
         for key in archive.list(partition_prefix(settings.prefix, partition)):
             entries = unpack_segment(archive.get(key)).entries()
             # Segments may overlap (one written by an archiver that lost its lease): count
-            # each entry once, as replay reads it (service/replay.py).
+            # each entry once, as replay reads it (service/cli/replay.py).
             kept = [e for e in entries if id_key(e.id) > end]
             count += sum(1 for e in kept if dict(e.fields).get(FIELD) is not None)
             end = max([end, *(id_key(e.id) for e in kept)])

@@ -25,9 +25,9 @@ from harness import StartRedis, Workers, fault_settings, wait_owned, wait_quiet
 from load import RecordingProducer, plan_sessions, publish_sessions
 from redis.asyncio import Redis
 
-from service.keys import Keys
-from service.replies import StreamEntry
-from service.settings import Settings
+from terminus.service.keys import Keys
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.settings import Settings
 
 BEFORE = plan_sessions(sessions=8, turns=2, tag="before")
 AFTER = plan_sessions(sessions=8, turns=2, tag="after")

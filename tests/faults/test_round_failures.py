@@ -24,10 +24,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from load import RecordingProducer, plan_sessions, publish_sessions
 
-from service.connect import connect
-from service.partition import PartitionOwner
-from service.settings import Settings
-from service.worker import Worker
+from terminus.service.redis.connect import connect
+from terminus.service.runtime.owner import PartitionOwner
+from terminus.service.runtime.worker import Worker
+from terminus.service.settings import Settings
 
 PLANS: Final = plan_sessions(sessions=4, turns=3, cut_every=4, tag="rf")
 

@@ -34,13 +34,13 @@ from load import RecordingProducer, TurnPlan, numbered_events, plan_sessions, pl
 from redis.asyncio import Redis
 from serving import serving
 
-from events.codec import encode_json
-from service.gateway import Limits, create_gateway
-from service.keys import FIELD
-from service.replies import xrange
-from service.settings import Settings
-from service.subscriber import GatewaySource, Update, subscribe
-from service.tokens import mint
+from terminus.events.codec import encode_json
+from terminus.service.gateway.routes import Limits, create_gateway
+from terminus.service.gateway.tokens import mint
+from terminus.service.keys import FIELD
+from terminus.service.redis.replies import xrange
+from terminus.service.sdk.subscriber import GatewaySource, Update, subscribe
+from terminus.service.settings import Settings
 
 SECRET: Final = b"sse-resume-kill-secret-0123456789"
 PLANS = plan_sessions(sessions=4, turns=6, cut_every=4, tag="sse")  # a quarter cut, retried

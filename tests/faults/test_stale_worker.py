@@ -35,8 +35,8 @@ from load import (
 )
 from redis.asyncio import Redis
 
-from service.keys import Keys, worker_metrics_key
-from service.settings import Settings
+from terminus.service.keys import Keys, worker_metrics_key
+from terminus.service.settings import Settings
 
 PLANS = plan_sessions(sessions=8, turns=12, tag="stale")
 LATER = plan_sessions(sessions=4, turns=3, tag="later")

@@ -23,7 +23,7 @@ from harness import (
 )
 from load import RecordingProducer, plan_sessions, planned_events, publish_sessions
 
-from service.settings import Settings
+from terminus.service.settings import Settings
 
 PLANS = plan_sessions(sessions=50, turns=20)  # 1,000 turns; 100 of them cut once, then retried
 KILL_AT = (0.1, 0.25, 0.4, 0.55, 0.7)  # fractions of the load published

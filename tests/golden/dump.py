@@ -3,7 +3,7 @@
 Keys are written relative to the prefix. Streams are dumped as their entries' fields without the
 ids (ids are server time); hashes as sorted mappings, sorted sets as (member, score) pairs in
 order, strings as their value, and each turn snapshot whole, its tail put back
-(service/snapshots.py: the tail's chunk order depends on batch boundaries, the whole turn does
+(service/fold/snapshots.py: the tail's chunk order depends on batch boundaries, the whole turn does
 not). Left out: the inbound logs themselves (the input, not a projection), and the keys a
 worker writes about itself rather than about the log: leases, epochs, metrics and membership.
 
@@ -19,7 +19,7 @@ from typing import Any, Final, cast
 import msgspec
 from redis.asyncio import Redis
 
-from service.snapshots import TailLedger
+from terminus.service.fold.snapshots import TailLedger
 
 Dump = dict[str, dict[str, Any]]
 B64: Final = "base64:"

@@ -4,7 +4,7 @@
 order: `{"partition": p, "id": "<ms>-<n>", "fields": [[name, value], ...]}`, values encoded as
 in dump.py (text, or `base64:`), so the exact bytes and the original ids come back. Loading a
 log writes those entries with their ids into a fresh prefix and creates the workers' group at
-each partition's last entry, which is where `service.replay` stops reading.
+each partition's last entry, which is where `terminus.service.cli.replay` stops reading.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Final
 import msgspec
 from redis.asyncio import Redis
 
-from service.keys import GROUP, Keys
-from service.replay import rebuild
-from service.replies import xrange
-from service.settings import Settings
+from terminus.service.cli.replay import rebuild
+from terminus.service.keys import GROUP, Keys
+from terminus.service.redis.replies import xrange
+from terminus.service.settings import Settings
 
 from .dump import Dump, canonical_dump, decode_value, encode_value
 

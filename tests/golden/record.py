@@ -24,8 +24,8 @@ from typing import Any, Final, NamedTuple, cast
 import msgspec
 from redis.asyncio import Redis
 
-from events.codec import Format
-from events.inbound import (
+from terminus.events.codec import Format
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -37,16 +37,21 @@ from events.inbound import (
     TurnCancelled,
     TurnStarted,
 )
-from service.demo import DEMO_DIR, SCENARIOS
-from service.feeding import PreparedAttempt, prepare_attempt, publish_attempt, publish_prepared
-from service.keys import GROUP, Keys, keys_for_session
-from service.producer import Producer
-from service.replay import clear_prefix
-from service.replies import last_id, text
-from service.settings import Settings
-from service.worker import Worker
-from statemachines.states import FINAL_STATES, TurnState
-from statemachines.turn import Turn
+from terminus.service.cli.demo import DEMO_DIR, SCENARIOS
+from terminus.service.cli.feeding import (
+    PreparedAttempt,
+    prepare_attempt,
+    publish_attempt,
+    publish_prepared,
+)
+from terminus.service.cli.replay import clear_prefix
+from terminus.service.keys import GROUP, Keys, keys_for_session
+from terminus.service.redis.replies import last_id, text
+from terminus.service.runtime.worker import Worker
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
+from terminus.statemachines.states import FINAL_STATES, TurnState
+from terminus.statemachines.turn import Turn
 
 from .dump import canonical_dump, first_difference
 from .inbound import HERE, read_log, read_projections, replay_dir, write_dir

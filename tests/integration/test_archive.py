@@ -1,5 +1,5 @@
-"""The local-directory archive (service/archive.py): durable before `put` returns, immutable,
-never showing half an object, listing a partition's segments in log order."""
+"""The local-directory archive (service/retention/archive.py): durable before `put` returns,
+immutable, never showing half an object, listing a partition's segments in log order."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from service.archive import (
+from terminus.service.retention.archive import (
     ArchiveConflict,
     ArchiveError,
     ArchiveMissing,

@@ -12,12 +12,12 @@ from redis.asyncio import Redis
 from serving import running_worker
 from test_timeline import PARTITIONS, retried_turn, settled
 
-from service.archive_records import TOMBSTONE
-from service.cli import main
-from service.keys import keys_for_session
-from service.producer import Producer
-from service.settings import Settings
-from service.timeline import Timeline, timeline
+from terminus.service.cli.main import main
+from terminus.service.fold.releases import TOMBSTONE
+from terminus.service.gateway.timeline import Timeline, timeline
+from terminus.service.keys import keys_for_session
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -14,10 +14,10 @@ import pytest
 from redis import Redis
 from redis.typing import EncodableT, FieldT
 
-from events.codec import decode_event, encode_json
-from events.errors import LLMErrorPayload
-from events.inbound import AttemptStarted, InboundEvent, TurnStarted, Usage
-from events.outbound import (
+from terminus.events.codec import decode_event, encode_json
+from terminus.events.errors import LLMErrorPayload
+from terminus.events.inbound import AttemptStarted, InboundEvent, TurnStarted, Usage
+from terminus.events.outbound import (
     AgentError,
     AgentMessageChunk,
     AttemptDiscarded,
@@ -33,20 +33,22 @@ from events.outbound import (
     ToolPart,
     TurnFinished,
 )
-from service import embedded, render, views
-from service.cli import main
-from service.cli_publish import Published
-from service.embedded import answers_ping, ensure_redis, free_port
-from service.keys import Keys, keys_for_session, partition_of
-from service.settings import Settings
-from service.simulate import simulate
-from statemachines.fold import evolve
-from statemachines.outputs import Outputs
-from statemachines.turn import Turn
+from terminus.service.cli import render
+from terminus.service.cli.main import main
+from terminus.service.cli.publish import Published
+from terminus.service.cli.simulate import simulate
+from terminus.service.keys import Keys, keys_for_session, partition_of
+from terminus.service.redis import embedded
+from terminus.service.redis.embedded import answers_ping, ensure_redis, free_port
+from terminus.service.sdk import views
+from terminus.service.settings import Settings
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.turn import Turn
 
 P = 4
 SESSION = "s-views"
-DEMO = Path(__file__).parents[2] / "service" / "demo_transcripts"
+DEMO = Path(__file__).parents[2] / "service" / "cli" / "demo_transcripts"
 UNREACHABLE = "redis://127.0.0.1:1/0"
 ANSI = re.compile(r"\x1b\[")
 Entry = tuple[bytes, dict[bytes, bytes]]

@@ -11,14 +11,14 @@ from redis.asyncio.cluster import RedisCluster
 from serving import running_worker
 from test_worker import PARTITIONS, answer, crash_reading, keys_of, settings_for, wait_state
 
-from service.cluster import LocalCluster
-from service.connect import client, make_broker
-from service.keys import GROUP, Keys
-from service.producer import Producer
-from service.scripts import source
-from service.settings import Settings, from_env
-from service.wire import Call, Wire
-from statemachines.states import TurnState
+from terminus.service.keys import GROUP, Keys
+from terminus.service.redis.cluster import LocalCluster
+from terminus.service.redis.connect import client, make_broker
+from terminus.service.redis.scripts import source
+from terminus.service.runtime.wire import Call, Wire
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings, from_env
+from terminus.statemachines.states import TurnState
 
 
 async def test_the_setting_picks_the_cluster_client_and_broker() -> None:

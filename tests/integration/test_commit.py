@@ -10,10 +10,10 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from events.codec import decode_command, decode_frame, decode_message, decode_partial
-from events.errors import LLMErrorPayload
-from events.inbound import Usage
-from events.outbound import (
+from terminus.events.codec import decode_command, decode_frame, decode_message, decode_partial
+from terminus.events.errors import LLMErrorPayload
+from terminus.events.inbound import Usage
+from terminus.events.outbound import (
     AgentMessageChunk,
     PartialRecord,
     PersistedMessage,
@@ -22,9 +22,9 @@ from events.outbound import (
     TextPart,
     TurnFinished,
 )
-from service.applier import Entry as AppliedEntry
-from service.applier import read_entries
-from service.commit import (
+from terminus.service.fold.applier import Entry as AppliedEntry
+from terminus.service.fold.applier import read_entries
+from terminus.service.fold.commit import (
     Batch,
     LeaseLost,
     commit,
@@ -32,12 +32,12 @@ from service.commit import (
     commit_or_raise,
     encode,
 )
-from service.keys import FIELD, GROUP, Keys
-from service.leases import Leases, lease_value
-from service.scripts import script, source
-from statemachines.outputs import Outputs, Transition
-from statemachines.states import TurnState
-from statemachines.turn import Turn
+from terminus.service.keys import FIELD, GROUP, Keys
+from terminus.service.redis.scripts import script, source
+from terminus.service.runtime.leases import Leases, lease_value
+from terminus.statemachines.outputs import Outputs, Transition
+from terminus.statemachines.states import TurnState
+from terminus.statemachines.turn import Turn
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -1,5 +1,5 @@
 """The commit's marks (K) and trims to a mark (T), which a release applies to the transitions
-and commands streams (service/applier.py): a trim drops exactly the entries before the newest
+and commands streams (service/fold/applier.py): a trim drops exactly the entries before the newest
 mark scored below its bound, and the marks up to that one."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from typing import cast
 
 from redis.asyncio import Redis
 
-from service.commit import Batch, commit
-from service.keys import Keys
-from service.leases import Leases, lease_value
-from service.replies import StreamEntry
+from terminus.service.fold.commit import Batch, commit
+from terminus.service.keys import Keys
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.runtime.leases import Leases, lease_value
 
 
 async def add(redis: Redis, key: str, *values: bytes) -> None:

@@ -15,11 +15,11 @@ import pytest
 from redis.asyncio import Redis
 from test_commit import held_lease
 
-from service.commit import Batch, CommitAlreadyApplied, commit_ids, encode
-from service.keys import GROUP, Keys
-from service.scripts import script
-from service.settings import Settings
-from service.wire import Wire
+from terminus.service.fold.commit import Batch, CommitAlreadyApplied, commit_ids, encode
+from terminus.service.keys import GROUP, Keys
+from terminus.service.redis.scripts import script
+from terminus.service.runtime.wire import Wire
+from terminus.service.settings import Settings
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

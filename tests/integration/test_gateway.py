@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 from serving import running_worker, serving
 from support.polling import until
 
-from events.inbound import (
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -31,11 +31,11 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from service.gateway import Limits, create_gateway
-from service.producer import Producer
-from service.settings import Settings
-from service.tokens import mint
-from service.views import session_updates
+from terminus.service.gateway.routes import Limits, create_gateway
+from terminus.service.gateway.tokens import mint
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.views import session_updates
+from terminus.service.settings import Settings
 
 PARTITIONS: Final = 4
 SECRET: Final = b"gateway-test-secret-0123456789"

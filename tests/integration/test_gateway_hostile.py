@@ -33,13 +33,13 @@ from test_gateway import (
     updates_url,
 )
 
-from service import gateway as gateway_module
-from service.connect import connect
-from service.cursors import BadCursor, parse_cursor
-from service.gateway import Limits, create_gateway
-from service.keys import keys_for_session
-from service.settings import Settings
-from service.tokens import mint
+from terminus.service.gateway import routes as gateway_module
+from terminus.service.gateway.cursors import BadCursor, parse_cursor
+from terminus.service.gateway.routes import Limits, create_gateway
+from terminus.service.gateway.tokens import mint
+from terminus.service.keys import keys_for_session
+from terminus.service.redis.connect import connect
+from terminus.service.settings import Settings
 
 __all__ = ["served"]  # the fixture, from the gateway's own tests
 

@@ -2,8 +2,8 @@
 
 Each `tests/golden/v*/` holds an inbound log recorded once, through the producer SDK, and the
 projections a worker committed for it. Loaded with its original entry ids into a fresh prefix and
-rebuilt by `service.replay`, it must give exactly those projections: today's code reads every
-contract version ever recorded, and folds it to the same bytes.
+rebuilt by `terminus.service.cli.replay`, it must give exactly those projections: today's code
+reads every contract version ever recorded, and folds it to the same bytes.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from golden.dump import first_difference
 from golden.inbound import read_entries, read_projections, replay_dir, versions
 from redis.asyncio import Redis
 
-from events.codec import sniff_format
-from events.versions import CURRENT
+from terminus.events.codec import sniff_format
+from terminus.events.versions import CURRENT
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

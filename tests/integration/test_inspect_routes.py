@@ -17,11 +17,11 @@ from test_gateway import (
     turn_events,
 )
 
-from service.archive_records import TOMBSTONE
-from service.diagram import svg
-from service.keys import keys_for_session
-from service.timeline import ARCHIVED, timeline
-from service.tokens import mint
+from terminus.service.fold.releases import TOMBSTONE
+from terminus.service.gateway.diagram import svg
+from terminus.service.gateway.timeline import ARCHIVED, timeline
+from terminus.service.gateway.tokens import mint
+from terminus.service.keys import keys_for_session
 
 SESSION: Final = "s-insp"
 TURN: Final = "t-insp"

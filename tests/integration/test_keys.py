@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis
 from redis.crc import key_slot
 
-from service.keys import Keys, keys_for_session, partition_of
+from terminus.service.keys import Keys, keys_for_session, partition_of
 
 # The CRC-32 check value: partition_of is IEEE CRC-32 itself when P exceeds its range.
 CHECK_VALUE = 0xCBF43926

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from redis.asyncio import Redis
 
-from service.keys import Keys
-from service.leases import Leases, lease_value
+from terminus.service.keys import Keys
+from terminus.service.runtime.leases import Leases, lease_value
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

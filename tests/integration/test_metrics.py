@@ -15,7 +15,7 @@ from prometheus_client.samples import Sample
 from redis.asyncio import Redis
 from support.polling import until
 
-from events.inbound import (
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -27,17 +27,17 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from service.applier import Entry
-from service.commit import LeaseLost
-from service.keys import FIELD, GROUP, Keys, keys_for_session, partition_of
-from service.leases import Leases
-from service.metrics import render_metrics
-from service.partition import PartitionOwner
-from service.producer import Producer
-from service.replay import clear_prefix, replay
-from service.replies import StreamEntry
-from service.settings import Settings
-from service.worker import Worker
+from terminus.service.cli.replay import clear_prefix, replay
+from terminus.service.fold.applier import Entry
+from terminus.service.fold.commit import LeaseLost
+from terminus.service.keys import FIELD, GROUP, Keys, keys_for_session, partition_of
+from terminus.service.metrics.exposition import render_metrics
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.runtime.leases import Leases
+from terminus.service.runtime.owner import PartitionOwner
+from terminus.service.runtime.worker import Worker
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 from redis.asyncio import Redis
 
-from events.codec import EventTooLarge, decode_event
-from events.inbound import InboundEvent, TextDelta
-from service.keys import FIELD, Keys, partition_of
-from service.producer import Producer
-from service.simulate import simulate
-from statemachines.fold import evolve
-from statemachines.outputs import Outputs
-from statemachines.turn import Turn
+from terminus.events.codec import EventTooLarge, decode_event
+from terminus.events.inbound import InboundEvent, TextDelta
+from terminus.service.cli.simulate import simulate
+from terminus.service.keys import FIELD, Keys, partition_of
+from terminus.service.sdk.producer import Producer
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.turn import Turn
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
@@ -92,7 +92,7 @@ async def test_sessions_route_to_their_partition(redis: Redis, prefix: str) -> N
 
 
 def test_text_delta_is_the_coalescing_unit() -> None:
-    from service.producer import coalesce
+    from terminus.service.sdk.producer import coalesce
 
     a = TextDelta(session_id="s", turn_id="t", seq=-1, part_id="p", delta="a")
     b = TextDelta(session_id="s", turn_id="t", seq=-1, part_id="p", delta="b")

@@ -12,10 +12,10 @@ import pytest
 from redis.asyncio import Redis
 from serving import running_worker
 
-from events.outbound import AgentMessageChunk, AttemptDiscarded, Retrying, TurnFinished
-from service.producer import Producer
-from service.settings import Settings
-from service.subscriber import RedisSource, Update, subscribe
+from terminus.events.outbound import AgentMessageChunk, AttemptDiscarded, Retrying, TurnFinished
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.subscriber import RedisSource, Update, subscribe
+from terminus.service.settings import Settings
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -1,6 +1,7 @@
 """The pump against a real Redis: owners stepped in lanes, scripts reloaded after SCRIPT FLUSH,
 turns continued from their stored tails by the next owner, batches in hand committed on retire
-(service/pump.py, service/partition.py, service/worker.py, service/snapshots.py).
+(service/runtime/pump.py, service/runtime/owner.py, service/runtime/worker.py,
+service/fold/snapshots.py).
 
 Pumps are either driven round by round (`Pump.round`), so a test can act between a batch's fold
 and its commit, or run inside in-process workers. Expected frames and messages come from folding
@@ -21,7 +22,7 @@ import pytest
 from redis.asyncio import Redis
 from support.polling import until
 
-from events.inbound import (
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -32,21 +33,21 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from events.outbound import AgentMessageChunk, PersistedMessage, SessionUpdate, TextPart
-from service.commit import LeaseLost
-from service.keys import GROUP, Keys, partition_of, workers_key
-from service.leases import Leases
-from service.partition import PartitionOwner
-from service.producer import Producer
-from service.pump import Pump
-from service.settings import Settings
-from service.snapshots import TailLedger
-from service.views import dead_letters, session_messages, session_updates
-from service.worker import Worker
-from statemachines.fold import evolve
-from statemachines.outputs import Outputs
-from statemachines.states import TurnState
-from statemachines.turn import Turn
+from terminus.events.outbound import AgentMessageChunk, PersistedMessage, SessionUpdate, TextPart
+from terminus.service.fold.commit import LeaseLost
+from terminus.service.fold.snapshots import TailLedger
+from terminus.service.keys import GROUP, Keys, partition_of, workers_key
+from terminus.service.runtime.leases import Leases
+from terminus.service.runtime.owner import PartitionOwner
+from terminus.service.runtime.pump import Pump
+from terminus.service.runtime.worker import Worker
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.views import dead_letters, session_messages, session_updates
+from terminus.service.settings import Settings
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.states import TurnState
+from terminus.statemachines.turn import Turn
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

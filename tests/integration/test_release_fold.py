@@ -1,5 +1,5 @@
-"""Release entries in the fold (service/applier.py): whatever the batch boundaries, the same log
-gives the same projections, since the live pool and a replay cut batches differently.
+"""Release entries in the fold (service/fold/applier.py): whatever the batch boundaries, the same
+log gives the same projections, since the live pool and a replay cut batches differently.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import pytest
 from redis.asyncio import Redis
 from test_replay import PARTITIONS, answer, settings_for
 
-from events.codec import encode_event
-from events.inbound import TextDelta, TurnStarted
-from service.archive_records import RELEASE_FIELD, Release, encode_release
-from service.keys import FIELD, GROUP, Keys, keys_for_session
-from service.metrics_domain import IGNORED, field_of
-from service.replay import rebuild
-from service.replies import StreamEntry
-from service.verify import compare
+from terminus.events.codec import encode_event
+from terminus.events.inbound import TextDelta, TurnStarted
+from terminus.service.cli.replay import rebuild
+from terminus.service.cli.verify import compare
+from terminus.service.fold.releases import RELEASE_FIELD, Release, encode_release
+from terminus.service.keys import FIELD, GROUP, Keys, keys_for_session
+from terminus.service.metrics.counters import IGNORED, field_of
+from terminus.service.redis.replies import StreamEntry
 
 BATCHES: Final = (1, 2, 3, 5)
 SESSION: Final = "s-x"

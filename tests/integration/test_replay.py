@@ -17,7 +17,7 @@ from redis.asyncio import Redis
 from serving import running_worker
 from support.polling import until
 
-from events.inbound import (
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -27,16 +27,16 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from service.cli import main
-from service.feeding import publish_attempt
-from service.keys import FIELD, GROUP, Keys, keys_for_session
-from service.producer import Producer
-from service.render import progress_bar
-from service.replay import replay
-from service.replies import StreamEntry
-from service.settings import Settings
-from statemachines.states import FINAL_STATES, TurnState
-from statemachines.turn import Turn
+from terminus.service.cli.feeding import publish_attempt
+from terminus.service.cli.main import main
+from terminus.service.cli.render import progress_bar
+from terminus.service.cli.replay import replay
+from terminus.service.keys import FIELD, GROUP, Keys, keys_for_session
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
+from terminus.statemachines.states import FINAL_STATES, TurnState
+from terminus.statemachines.turn import Turn
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

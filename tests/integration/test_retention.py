@@ -1,5 +1,5 @@
-"""Retention against a real Redis (service/archiver.py): final turns go to the archive, their
-Redis state is released through a log entry, the log is trimmed, and `replay --verify` over
+"""Retention against a real Redis (service/retention/archiver.py): final turns go to the archive,
+their Redis state is released through a log entry, the log is trimmed, and `replay --verify` over
 archive plus live log still finds every projection byte-identical.
 """
 
@@ -33,20 +33,21 @@ from test_replay import (
     turn_of,
 )
 
-from events.inbound import TurnEnded, TurnStarted
-from service.archive import LocalArchive, partition_prefix
-from service.archive_records import TOMBSTONE, id_key, unpack_segment
-from service.archiving import archive_free_partitions
-from service.cli import main
-from service.keys import Keys
-from service.metrics_domain import IGNORED, field_of
-from service.producer import Producer
-from service.replay import replay
-from service.replies import StreamEntry
-from service.settings import Settings
-from service.timeline import TurnArchived, find_session, timeline
-from service.worker import Worker
-from statemachines.states import FINAL_STATES
+from terminus.events.inbound import TurnEnded, TurnStarted
+from terminus.service.cli.main import main
+from terminus.service.cli.replay import replay
+from terminus.service.fold.releases import TOMBSTONE, id_key
+from terminus.service.gateway.timeline import TurnArchived, find_session, timeline
+from terminus.service.keys import Keys
+from terminus.service.metrics.counters import IGNORED, field_of
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.retention.archive import LocalArchive, partition_prefix
+from terminus.service.retention.records import unpack_segment
+from terminus.service.runtime.archiving import archive_free_partitions
+from terminus.service.runtime.worker import Worker
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
+from terminus.statemachines.states import FINAL_STATES
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

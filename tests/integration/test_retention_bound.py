@@ -36,16 +36,16 @@ from test_replay import PARTITIONS, answer
 from test_retention import archived_settings, settle
 from test_retention_safety import ME, identical, lease_of, same_partition
 
-from service.archive import LocalArchive
-from service.archive_reads import server_ms
-from service.archive_records import TOMBSTONE, id_key
-from service.archiver import Archiver, PassResult
-from service.keys import Keys
-from service.leases import Leases
-from service.metrics_domain import TURNS_FINISHED, field_of
-from service.producer import Producer
-from service.replies import StreamEntry
-from service.settings import Settings
+from terminus.service.fold.releases import TOMBSTONE, id_key
+from terminus.service.keys import Keys
+from terminus.service.metrics.counters import TURNS_FINISHED, field_of
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.retention.archive import LocalArchive
+from terminus.service.retention.archiver import Archiver, PassResult
+from terminus.service.retention.reads import server_ms
+from terminus.service.runtime.leases import Leases
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
@@ -201,7 +201,7 @@ async def test_a_session_released_before_it_is_idle_goes_once_it_is(
     assert frame_ms > cut_ms  # so a pass can release the turn with its frames still young
     await server_past(redis, frame_ms + 1)  # the release entry comes after every frame
     clock, retain = Clock(), 60_000
-    monkeypatch.setattr("service.archiver.server_ms", clock)
+    monkeypatch.setattr("terminus.service.retention.archiver.server_ms", clock)
     archive = LocalArchive(settings.archive_dir)
 
     clock.now_ms = cut_ms + retain

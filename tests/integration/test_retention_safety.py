@@ -1,5 +1,5 @@
-"""Retention never loses an entry (service/archiver.py, trim.lua): the trim is fenced by the
-lease, never passes a pending or undelivered entry, and a pass cut short between its steps (a
+"""Retention never loses an entry (service/retention/archiver.py, trim.lua): the trim is fenced by
+the lease, never passes a pending or undelivered entry, and a pass cut short between its steps (a
 crash, simulated by doing the steps partially) leaves nothing that replay or the next pass gets
 wrong.
 """
@@ -15,24 +15,18 @@ from redis.asyncio import Redis
 from test_replay import PARTITIONS, answer
 from test_retention import archived_settings, running, settle
 
-from service.archive import LocalArchive, partition_prefix, segment_key
-from service.archive_records import (
-    TOMBSTONE,
-    Segment,
-    id_key,
-    next_id,
-    pack_segment,
-    unpack_segment,
-)
-from service.archiver import Archiver, PassResult
-from service.commit import LeaseLost
-from service.keys import GROUP, Keys, keys_for_session
-from service.leases import Leases, lease_value
-from service.producer import Producer
-from service.replay import replay
-from service.replies import StreamEntry
-from service.scripts import script
-from service.settings import Settings
+from terminus.service.cli.replay import replay
+from terminus.service.fold.commit import LeaseLost
+from terminus.service.fold.releases import TOMBSTONE, id_key, next_id
+from terminus.service.keys import GROUP, Keys, keys_for_session
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.redis.scripts import script
+from terminus.service.retention.archive import LocalArchive, partition_prefix, segment_key
+from terminus.service.retention.archiver import Archiver, PassResult
+from terminus.service.retention.records import Segment, pack_segment, unpack_segment
+from terminus.service.runtime.leases import Leases, lease_value
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

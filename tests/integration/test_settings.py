@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.settings import Settings, SettingsError, from_env
+from terminus.service.settings import Settings, SettingsError, from_env
 
 INT_VARS = {
     "TERMINUS_PARTITIONS": "partitions",

@@ -1,5 +1,6 @@
-"""Signing in without a token in any URL (issue 21, service/sign_in.py): the session cookie, where
-it is accepted, `Referrer-Policy` on every answer, and the access log's masked `token=`."""
+"""Signing in without a token in any URL (issue 21, service/gateway/sign_in.py): the session
+cookie, where it is accepted, `Referrer-Policy` on every answer, and the access log's masked
+`token=`."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import pytest
 from redis.asyncio import Redis
 from test_gateway import SECRET
 
-from service.gateway import Limits, create_gateway
-from service.redaction import RedactTokens, redacted_tokens
-from service.settings import Settings
-from service.tokens import mint
+from terminus.service.gateway.routes import Limits, create_gateway
+from terminus.service.gateway.tokens import mint
+from terminus.service.redaction import RedactTokens, redacted_tokens
+from terminus.service.settings import Settings
 
 
 @pytest.fixture

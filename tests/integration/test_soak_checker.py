@@ -23,10 +23,10 @@ from bench.soak_load import turn_attempts
 from bench.soak_log import LogReader
 from bench.soak_series import Series
 from bench.soak_verify import bounded, dead_letter_report, memory_and_keys
-from events.codec import encode_event
-from events.inbound import InboundEvent
-from service.keys import FIELD, Keys
-from service.settings import Settings
+from terminus.events.codec import encode_event
+from terminus.events.inbound import InboundEvent
+from terminus.service.keys import FIELD, Keys
+from terminus.service.settings import Settings
 
 A, B, C = b"a", b"b", b"c"
 

@@ -13,8 +13,8 @@ import pytest
 from redis.asyncio import Redis
 from support.polling import until
 
-from events.codec import decode_event
-from events.inbound import (
+from terminus.events.codec import decode_event
+from terminus.events.inbound import (
     AttemptStalled,
     AttemptStarted,
     FinishStep,
@@ -25,19 +25,19 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from events.outbound import AgentError, AttemptDiscarded, Retrying
-from service.applier import PartitionFold, Timeouts, entry_ms
-from service.keys import FIELD, Keys, keys_for_session
-from service.leases import Leases, lease_value
-from service.producer import Producer
-from service.replies import StreamEntry
-from service.settings import Settings
-from service.stall import StallTimer
-from service.views import session_updates
-from service.worker import Worker
-from statemachines.outputs import Transition
-from statemachines.states import TurnState
-from statemachines.turn import Turn
+from terminus.events.outbound import AgentError, AttemptDiscarded, Retrying
+from terminus.service.fold.applier import PartitionFold, Timeouts, entry_ms
+from terminus.service.keys import FIELD, Keys, keys_for_session
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.runtime.leases import Leases, lease_value
+from terminus.service.runtime.stall import StallTimer
+from terminus.service.runtime.worker import Worker
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.views import session_updates
+from terminus.service.settings import Settings
+from terminus.statemachines.outputs import Transition
+from terminus.statemachines.states import TurnState
+from terminus.statemachines.turn import Turn
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

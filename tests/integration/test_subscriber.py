@@ -24,8 +24,8 @@ from redis.backoff import NoBackoff
 from serving import running_worker, serving
 from support.polling import until
 
-from events.codec import encode_json
-from events.inbound import (
+from terminus.events.codec import encode_json
+from terminus.events.inbound import (
     FinishStep,
     InboundEvent,
     TextDelta,
@@ -35,15 +35,16 @@ from events.inbound import (
     ToolResult,
     Usage,
 )
-from events.outbound import AgentMessageChunk, AttemptDiscarded, SessionUpdate, TextPart
-from service.embedded import free_port
-from service.gateway import Limits, create_gateway
-from service.hub import Delivery, Hub
-from service.keys import FIELD, keys_for_session
-from service.producer import Producer
-from service.replies import text
-from service.settings import Settings
-from service.subscriber import (
+from terminus.events.outbound import AgentMessageChunk, AttemptDiscarded, SessionUpdate, TextPart
+from terminus.service.gateway.hub import Delivery, Hub
+from terminus.service.gateway.routes import Limits, create_gateway
+from terminus.service.gateway.tokens import mint
+from terminus.service.keys import FIELD, keys_for_session
+from terminus.service.redis.embedded import free_port
+from terminus.service.redis.replies import text
+from terminus.service.sdk.gateway_source import retry_after
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.subscriber import (
     Backoff,
     GatewaySource,
     LiveSession,
@@ -54,9 +55,8 @@ from service.subscriber import (
     Update,
     subscribe,
 )
-from service.subscriber_sse import retry_after
-from service.tokens import mint
-from service.views import session_messages, session_updates
+from terminus.service.sdk.views import session_messages, session_updates
+from terminus.service.settings import Settings
 
 PARTITIONS: Final = 4
 SECRET: Final = b"subscriber-test-secret-0123456789"

@@ -1,4 +1,5 @@
-"""The inspector's reads (service/timeline.py) over what a real worker committed to Redis."""
+"""The inspector's reads (service/gateway/timeline.py) over what a real worker committed to
+Redis."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import pytest
 from redis.asyncio import Redis
 from serving import running_worker
 
-from events.codec import encode_json
-from events.inbound import FinishStep, TextDelta, TextEnd, TextStart, Usage
-from service.keys import keys_for_session
-from service.producer import Producer, TurnPublisher
-from service.settings import Settings
-from service.timeline import SCAN_PAGE, find_session, recent_turns, timeline
-from statemachines.outputs import Transition
-from statemachines.states import TurnState
+from terminus.events.codec import encode_json
+from terminus.events.inbound import FinishStep, TextDelta, TextEnd, TextStart, Usage
+from terminus.service.gateway.timeline import SCAN_PAGE, find_session, recent_turns, timeline
+from terminus.service.keys import keys_for_session
+from terminus.service.sdk.producer import Producer, TurnPublisher
+from terminus.service.settings import Settings
+from terminus.statemachines.outputs import Transition
+from terminus.statemachines.states import TurnState
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

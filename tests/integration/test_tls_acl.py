@@ -27,15 +27,15 @@ from redis.retry import Retry
 from redis.typing import StreamEntry
 from secure_redis import SERVICE_USER, SecureRedis, producer_rules, reader_rules
 
-from events.codec import encode_json
-from events.inbound import TurnStarted
-from events.outbound import AgentMessageChunk
-from service.app import create_app
-from service.keys import FIELD, Keys, control_channel, keys_for_session
-from service.producer import Producer
-from service.replies import text
-from service.settings import Settings
-from service.subscriber import RedisSource
+from terminus.events.codec import encode_json
+from terminus.events.inbound import TurnStarted
+from terminus.events.outbound import AgentMessageChunk
+from terminus.service.keys import FIELD, Keys, control_channel, keys_for_session
+from terminus.service.redis.replies import text
+from terminus.service.runtime.app import create_app
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.subscriber import RedisSource
+from terminus.service.settings import Settings
 
 PARTITIONS: Final = 4
 
@@ -125,8 +125,8 @@ async def test_the_service_user_is_refused_what_terminus_never_sends(
 
 @pytest.fixture
 def gc_kept() -> Iterator[None]:
-    """The worker app tunes the collector of its process (service.app.tune_gc); this process
-    runs other tests after it: put the collector back as it was."""
+    """The worker app tunes the collector of its process (terminus.service.runtime.app.tune_gc);
+    this process runs other tests after it: put the collector back as it was."""
     thresholds = gc.get_threshold()
     yield
     gc.unfreeze()
@@ -137,9 +137,9 @@ def gc_kept() -> Iterator[None]:
 async def test_the_worker_app_runs_over_tls_as_the_service_user_and_hears_nudges(
     server: SecureRedis, redis: Redis, admin_redis: Redis, prefix: str
 ) -> None:
-    """The FastStream app as `terminus worker` runs it (service/app.py): its broker connects with
-    REDIS_URL alone, names its connections, takes the partitions, and subscribes to the control
-    channel, all as the service's user, over TLS with the client certificate."""
+    """The FastStream app as `terminus worker` runs it (service/runtime/app.py): its broker
+    connects with REDIS_URL alone, names its connections, takes the partitions, and subscribes to
+    the control channel, all as the service's user, over TLS with the client certificate."""
     settings = Settings(redis_url=server.url, prefix=prefix, partitions=2)
     async with TestApp(create_app(settings)):
         await until_leased(redis, prefix, partitions=2)

@@ -9,13 +9,13 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
-from events.codec import encode_json
-from events.inbound import Usage
-from events.outbound import AgentMessageChunk, PersistedMessage, SessionUpdate, TextPart
-from service.commit import Batch, commit_or_raise
-from service.keys import Keys, keys_for_session
-from service.leases import Leases, lease_value
-from service.views import (
+from terminus.events.codec import encode_json
+from terminus.events.inbound import Usage
+from terminus.events.outbound import AgentMessageChunk, PersistedMessage, SessionUpdate, TextPart
+from terminus.service.fold.commit import Batch, commit_or_raise
+from terminus.service.keys import Keys, keys_for_session
+from terminus.service.runtime.leases import Leases, lease_value
+from terminus.service.sdk.views import (
     DeadLetter,
     dead_letters,
     follow_updates,

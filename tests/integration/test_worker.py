@@ -16,8 +16,8 @@ import pytest
 from redis.asyncio import Redis
 from support.polling import until
 
-from events.codec import encode_event
-from events.inbound import (
+from terminus.events.codec import encode_event
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -28,20 +28,20 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from events.outbound import AgentMessageChunk, TextPart
-from service.commit import LeaseLost
-from service.keys import FIELD, GROUP, Keys, keys_for_session
-from service.leases import Leases, lease_value
-from service.membership import assigned
-from service.partition import PartitionOwner
-from service.producer import Producer
-from service.pump import Pump
-from service.scripts import script
-from service.settings import Settings
-from service.views import dead_letters, session_messages, session_updates
-from service.worker import Worker
-from statemachines.states import TurnState
-from statemachines.turn import Turn
+from terminus.events.outbound import AgentMessageChunk, TextPart
+from terminus.service.fold.commit import LeaseLost
+from terminus.service.keys import FIELD, GROUP, Keys, keys_for_session
+from terminus.service.redis.scripts import script
+from terminus.service.runtime.leases import Leases, lease_value
+from terminus.service.runtime.membership import assigned
+from terminus.service.runtime.owner import PartitionOwner
+from terminus.service.runtime.pump import Pump
+from terminus.service.runtime.worker import Worker
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.views import dead_letters, session_messages, session_updates
+from terminus.service.settings import Settings
+from terminus.statemachines.states import TurnState
+from terminus.statemachines.turn import Turn
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

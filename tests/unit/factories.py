@@ -11,7 +11,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from events.inbound import (
+from terminus.events.inbound import (
     AttemptStalled,
     AttemptStarted,
     Contract,
@@ -37,11 +37,11 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from events.outbound import SessionUpdate
-from statemachines.config import DEFAULT_CONFIG, CoreConfig
-from statemachines.fold import evolve
-from statemachines.outputs import Outputs
-from statemachines.turn import Turn
+from terminus.events.outbound import SessionUpdate
+from terminus.statemachines.config import DEFAULT_CONFIG, CoreConfig
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.turn import Turn
 
 SESSION: Final = "sess-1"
 TURN: Final = "turn-1"

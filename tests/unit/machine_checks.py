@@ -10,19 +10,12 @@ from factories import (
     frames_of,
 )
 
-from events.inbound import (
-    Usage,
-)
-from events.outbound import (
-    AgentError,
-    AttemptDiscarded,
-    Retrying,
-    RetryScheduled,
-)
-from statemachines.outputs import Outputs
-from statemachines.states import TurnState
-from statemachines.table import TABLE
-from statemachines.turn import Turn
+from terminus.events.inbound import Usage
+from terminus.events.outbound import AgentError, AttemptDiscarded, Retrying, RetryScheduled
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.states import TurnState
+from terminus.statemachines.table import TABLE
+from terminus.statemachines.turn import Turn
 
 S = TurnState
 STEP_USAGE = Usage(input_tokens=11, output_tokens=7)  # what Script.finish reports

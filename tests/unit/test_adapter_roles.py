@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from events.adapters import AttemptContext, make_adapter
-from events.adapters.event_kinds import (
+from terminus.events.adapters import AttemptContext, make_adapter
+from terminus.events.adapters.event_kinds import (
     ANTHROPIC_BLOCKS,
     ANTHROPIC_DELTAS,
     ANTHROPIC_EVENTS,
@@ -25,7 +25,7 @@ from events.adapters.event_kinds import (
     RESPONSES_EVENTS,
     Role,
 )
-from events.inbound import FinishStep, InboundEvent, ProviderTerminal, StreamError
+from terminus.events.inbound import FinishStep, InboundEvent, ProviderTerminal, StreamError
 
 CTX = AttemptContext(session_id="s", turn_id="t")
 

@@ -15,9 +15,9 @@ from test_adapters_support import (
     usage,
 )
 
-from events.adapters import make_adapter
-from events.adapters.anthropic import SPLICED_MESSAGE
-from events.inbound import (
+from terminus.events.adapters import make_adapter
+from terminus.events.adapters.anthropic import SPLICED_MESSAGE
+from terminus.events.inbound import (
     FinishStep,
     ProviderTerminal,
     ReasoningEnd,

@@ -10,8 +10,8 @@ import msgspec
 import pytest
 from test_adapters_support import FIXTURES, Expect, assert_outcome, run_fixture, run_payloads, usage
 
-from events.adapters import AdapterError, decode_eventstream
-from events.inbound import FinishStep, ReasoningEnd, ToolInputStart
+from terminus.events.adapters import AdapterError, decode_eventstream
+from terminus.events.inbound import FinishStep, ReasoningEnd, ToolInputStart
 
 EVENTSTREAM = (
     FIXTURES / "bedrock/anthropic-invoke-with-response-stream-recorded-fantasy.eventstream"

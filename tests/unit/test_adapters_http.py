@@ -8,7 +8,7 @@ import msgspec
 import pytest
 from test_adapters_support import CTX, FIXTURES
 
-from events.adapters import http_error_event
+from terminus.events.adapters import http_error_event
 
 CASES: dict[str, tuple[int | None, str]] = {
     "anthropic/http-429-rate-limit-error-recorded-sdk-python.json": (

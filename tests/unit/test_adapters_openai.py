@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from test_adapters_support import Expect, assert_outcome, run_fixture, run_payloads, usage
 
-from events.inbound import FinishStep, ProviderTerminal, StreamError, TextEnd, TextStart
+from terminus.events.inbound import FinishStep, ProviderTerminal, StreamError, TextEnd, TextStart
 
 QUOTA = "You exceeded your current quota"
 RESPONSES = "response.completed"

@@ -14,8 +14,14 @@ from test_adapters_gemini_bedrock import CASES as GEMINI_BEDROCK
 from test_adapters_openai import CASES as OPENAI
 from test_adapters_support import CTX, FIXTURES, STREAM_SUFFIXES, provider_of, run_sse
 
-from events.adapters import CONTRACTS, PROVIDERS, make_adapter
-from events.inbound import FinishStep, ProviderTerminal, StreamClosed, StreamError, TextDelta
+from terminus.events.adapters import CONTRACTS, PROVIDERS, make_adapter
+from terminus.events.inbound import (
+    FinishStep,
+    ProviderTerminal,
+    StreamClosed,
+    StreamError,
+    TextDelta,
+)
 
 SSE_FIXTURES = sorted(str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*.sse"))
 BASIC = "anthropic/text-basic-ping-sdk-python.sse"

@@ -8,8 +8,8 @@ from typing import Any
 
 import msgspec
 
-from events.adapters import AttemptContext, decode_eventstream, make_adapter
-from events.inbound import (
+from terminus.events.adapters import AttemptContext, decode_eventstream, make_adapter
+from terminus.events.inbound import (
     FinishStep,
     InboundEvent,
     ProviderTerminal,

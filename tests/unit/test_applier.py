@@ -1,5 +1,5 @@
 """The partition fold between read and commit, without Redis: decoding, dead letters, delivery
-counts, stall deadlines, message order and what stays in memory (service/applier.py)."""
+counts, stall deadlines, message order and what stays in memory (service/fold/applier.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any, Final
 import msgspec
 import pytest
 
-from events.codec import encode_event, encode_msgpack
-from events.inbound import (
+from terminus.events.codec import encode_event, encode_msgpack
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -20,7 +20,7 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from service.applier import (
+from terminus.service.fold.applier import (
     Decoded,
     Entry,
     PartitionFold,
@@ -29,11 +29,11 @@ from service.applier import (
     decode_entries,
     entry_ms,
 )
-from service.commit import Batch
-from service.keys import FIELD, Keys
-from statemachines.config import CoreConfig
-from statemachines.states import TurnState
-from statemachines.turn import Turn
+from terminus.service.fold.commit import Batch
+from terminus.service.keys import FIELD, Keys
+from terminus.statemachines.config import CoreConfig
+from terminus.statemachines.states import TurnState
+from terminus.statemachines.turn import Turn
 
 KEYS: Final = Keys(2, "unit")
 TIMEOUTS: Final = Timeouts(stall_ms=300, tool_ms=9_000)

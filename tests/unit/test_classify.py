@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events.errors import ERROR_TYPES, ErrorType, LLMErrorPayload
-from events.inbound import StreamError
-from statemachines.classify import classify
+from terminus.events.errors import ERROR_TYPES, ErrorType, LLMErrorPayload
+from terminus.events.inbound import StreamError
+from terminus.statemachines.classify import classify
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 RESET_2024 = 1_711_483_200_000  # 2024-03-26T20:00:00Z

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 from factories import AUTH_BODY, OVERFLOW_BODY, Script, fold
 
-from events.codec import (
+from terminus.events.codec import (
     MAX_EVENT_BYTES,
     CodecError,
     EventDecodeError,
@@ -24,8 +24,8 @@ from events.codec import (
     encode_msgpack,
     sniff_format,
 )
-from events.errors import LLMErrorPayload
-from events.inbound import (
+from terminus.events.errors import LLMErrorPayload
+from terminus.events.inbound import (
     EVENT_TYPES,
     AttemptStalled,
     AttemptStarted,
@@ -51,7 +51,7 @@ from events.inbound import (
     Usage,
     type_of,
 )
-from events.outbound import (
+from terminus.events.outbound import (
     AgentError,
     AgentMessageChunk,
     AgentThoughtChunk,

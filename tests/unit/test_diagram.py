@@ -1,5 +1,5 @@
-"""The state diagram (service/diagram.py) is the machine's table, whole, and the docs hold what the
-generator draws now: a change to TABLE that is not redrawn fails here."""
+"""The state diagram (service/gateway/diagram.py) is the machine's table, whole, and the docs hold
+what the generator draws now: a change to TABLE that is not redrawn fails here."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Final
 
-from service import diagram
-from statemachines.states import FINAL_STATES, TurnState
-from statemachines.table import MACHINE, TABLE
+from terminus.service.gateway import diagram
+from terminus.statemachines.states import FINAL_STATES, TurnState
+from terminus.statemachines.table import MACHINE, TABLE
 
 DOCS: Final = Path(__file__).resolve().parents[2] / "docs"
 SVG_NS: Final = "{http://www.w3.org/2000/svg}"
@@ -80,8 +80,8 @@ def test_ranks_start_at_pending_end_with_the_final_states_and_no_boxes_overlap()
 
 
 def test_the_docs_hold_what_the_generator_draws_now(tmp_path: Path) -> None:
-    """Redraw with `python -m service.diagram --svg docs/state-diagram.svg --mermaid
-    docs/state-diagram.mmd`."""
+    """Redraw with `python -m terminus.service.gateway.diagram --svg docs/state-diagram.svg
+    --mermaid docs/state-diagram.mmd`."""
     assert (DOCS / "state-diagram.svg").read_text() == diagram.svg()
     assert (DOCS / "state-diagram.mmd").read_text() == diagram.mermaid()
     assert f"```mermaid\n{diagram.mermaid()}```" in (DOCS.parent / "README.md").read_text()

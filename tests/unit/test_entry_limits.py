@@ -5,7 +5,7 @@ Issue 15, defect 6: a 100 MB entry was dead-lettered whole, and Redis grew by 33
 
 from __future__ import annotations
 
-from service.decoding import KEPT_BYTES, Entry, decode_entries
+from terminus.service.fold.decoding import KEPT_BYTES, Entry, decode_entries
 
 EVENT = b'{"type":"text-delta","session_id":"s","turn_id":"t","seq":3,"part_id":"p","delta":"%b"}'
 

@@ -8,8 +8,8 @@ from factories import Script, fold
 from hypothesis import given, settings
 from test_properties import GeneratedTurn, final_message, turns
 
-from events.outbound import PersistedMessage
-from statemachines.export import to_anthropic, to_openai
+from terminus.events.outbound import PersistedMessage
+from terminus.statemachines.export import to_anthropic, to_openai
 
 
 def two_step_message() -> PersistedMessage:

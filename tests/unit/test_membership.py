@@ -1,4 +1,4 @@
-"""Rendezvous assignment of partitions to workers (service/membership.py), without Redis."""
+"""Rendezvous assignment of partitions to workers (service/runtime/membership.py), without Redis."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from service.membership import assigned, owner_of
+from terminus.service.runtime.membership import assigned, owner_of
 
 PROPERTY: Final = settings(max_examples=200, deadline=None)
 POOLS: Final = [

@@ -1,5 +1,5 @@
-"""Domain counters and log notes of a batch (service/metrics_domain.py, via PartitionFold.apply),
-the worker's in-process metrics (service/metrics_worker.py) and the JSON log format."""
+"""Domain counters and log notes of a batch (service/metrics/counters.py, via PartitionFold.apply),
+the worker's in-process metrics (service/metrics/worker.py) and the JSON log format."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any, Final
 import msgspec
 import pytest
 
-from events.codec import encode_event
-from events.inbound import (
+from terminus.events.codec import encode_event
+from terminus.events.inbound import (
     AttemptStarted,
     FinishStep,
     InboundEvent,
@@ -24,13 +24,20 @@ from events.inbound import (
     TurnStarted,
     Usage,
 )
-from service.applier import BatchStats, Decoded, Entry, PartitionFold, Timeouts, decode_entries
-from service.keys import FIELD, Keys
-from service.logs import JsonFormatter, log_notes
-from service.metrics_domain import Key, dead_class, field_of, key_of
-from service.metrics_worker import BUCKETS, WorkerMetrics, parse
-from service.settings import SettingsError, from_env
-from statemachines.config import CoreConfig
+from terminus.service.fold.applier import (
+    BatchStats,
+    Decoded,
+    Entry,
+    PartitionFold,
+    Timeouts,
+    decode_entries,
+)
+from terminus.service.keys import FIELD, Keys
+from terminus.service.metrics.counters import Key, dead_class, field_of, key_of
+from terminus.service.metrics.worker import BUCKETS, WorkerMetrics, parse
+from terminus.service.runtime.logs import JsonFormatter, log_notes
+from terminus.service.settings import SettingsError, from_env
+from terminus.statemachines.config import CoreConfig
 
 KEYS: Final = Keys(3, "t")
 

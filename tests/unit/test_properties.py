@@ -26,14 +26,14 @@ from factories import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events.inbound import (
+from terminus.events.inbound import (
     EVENT_TYPES,
     AttemptStarted,
     FinishReason,
     InboundEvent,
     TurnStarted,
 )
-from events.outbound import (
+from terminus.events.outbound import (
     AgentError,
     MessagePart,
     PersistedMessage,
@@ -44,9 +44,9 @@ from events.outbound import (
     ToolPart,
     TurnFinished,
 )
-from statemachines.outputs import Outputs
-from statemachines.states import TurnState
-from statemachines.turn import Turn
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.states import TurnState
+from terminus.statemachines.turn import Turn
 
 PROPERTY: Final = settings(max_examples=200, deadline=None)
 

@@ -21,8 +21,8 @@ import pytest
 from google.genai import types as genai_types
 from google.rpc import code_pb2
 
-from events.adapters import event_kinds, reasons
-from statemachines import error_kinds
+from terminus.events.adapters import event_kinds, reasons
+from terminus.statemachines import error_kinds
 
 
 def literals(annotation: Any) -> set[str]:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.redaction import redacted_url
-from service.settings import Settings, from_env
+from terminus.service.redaction import redacted_url
+from terminus.service.settings import Settings, from_env
 
 
 @pytest.mark.parametrize(

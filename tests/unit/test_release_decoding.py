@@ -1,10 +1,10 @@
-"""Release entries (service/archive_records.py) as the fold decodes them: like any entry, a
+"""Release entries (service/retention/records.py) as the fold decodes them: like any entry, a
 release delivered too often is dead-lettered rather than retried forever."""
 
 from __future__ import annotations
 
-from service.archive_records import RELEASE_FIELD, Release, encode_release
-from service.decoding import Entry, decode_entries
+from terminus.service.fold.decoding import Entry, decode_entries
+from terminus.service.fold.releases import RELEASE_FIELD, Release, encode_release
 
 RELEASE = encode_release(Release(turns=["t-1"], forget=["t-0"], sessions=[("s-1", b"{}")]))
 

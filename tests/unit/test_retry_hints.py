@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from statemachines.retry_hints import (
+from terminus.statemachines.retry_hints import (
     NO_HINT,
     RetryHint,
     error_object,

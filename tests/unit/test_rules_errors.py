@@ -16,7 +16,7 @@ from machine_checks import (
     one_agent_error,
 )
 
-from events.outbound import (
+from terminus.events.outbound import (
     AgentError,
     AttemptDiscarded,
     CompactionRequired,

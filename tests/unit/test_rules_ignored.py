@@ -19,15 +19,12 @@ from machine_checks import (
     eof,
 )
 
-from events.inbound import (
-    AttemptStarted,
-    TextDelta,
-)
-from statemachines.errors import IllegalEvent
-from statemachines.fold import evolve
-from statemachines.outputs import Outputs
-from statemachines.states import FINAL_STATES
-from statemachines.turn import Turn
+from terminus.events.inbound import AttemptStarted, TextDelta
+from terminus.statemachines.errors import IllegalEvent
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.outputs import Outputs
+from terminus.statemachines.states import FINAL_STATES
+from terminus.statemachines.turn import Turn
 
 # --- ignored events --------------------------------------------------------------------------
 

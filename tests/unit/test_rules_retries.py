@@ -19,12 +19,9 @@ from machine_checks import (
     run_attempts,
 )
 
-from events.outbound import (
-    Retrying,
-    RetryScheduled,
-)
-from statemachines.config import CoreConfig
-from statemachines.retry_policy import RetryPolicy, backoff_ms, jitter_fraction
+from terminus.events.outbound import Retrying, RetryScheduled
+from terminus.statemachines.config import CoreConfig
+from terminus.statemachines.retry_policy import RetryPolicy, backoff_ms, jitter_fraction
 
 # --- retry budgets ---------------------------------------------------------------------------
 

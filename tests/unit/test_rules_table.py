@@ -18,15 +18,11 @@ from machine_checks import (
     table_rows,
 )
 
-from events.inbound import (
-    Contract,
-)
-from events.outbound import (
-    TurnFinished,
-)
-from statemachines.errors import IllegalTransition
-from statemachines.states import FINAL_STATES, TurnState
-from statemachines.table import TRIGGERS, advance
+from terminus.events.inbound import Contract
+from terminus.events.outbound import TurnFinished
+from terminus.statemachines.errors import IllegalTransition
+from terminus.statemachines.states import FINAL_STATES, TurnState
+from terminus.statemachines.table import TRIGGERS, advance
 
 # --- the transition table --------------------------------------------------------------------
 

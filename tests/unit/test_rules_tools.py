@@ -18,7 +18,7 @@ from machine_checks import (
     streaming,
 )
 
-from events.outbound import (
+from terminus.events.outbound import (
     AgentError,
     AttemptDiscarded,
     MessageCommitted,
@@ -28,7 +28,7 @@ from events.outbound import (
     ToolPart,
     TurnFinished,
 )
-from statemachines.config import CoreConfig
+from terminus.statemachines.config import CoreConfig
 
 # --- tool calls ------------------------------------------------------------------------------
 

@@ -17,18 +17,15 @@ from machine_checks import (
     streaming,
 )
 
-from events.inbound import (
-    Contract,
-    FinishReason,
-)
-from events.outbound import (
+from terminus.events.inbound import Contract, FinishReason
+from terminus.events.outbound import (
     AgentError,
     AttemptDiscarded,
     Retrying,
     StopReason,
     TurnFinished,
 )
-from statemachines.states import TurnState
+from terminus.statemachines.states import TurnState
 
 # --- truncation: EOF and stalls before proof ---------------------------------------------------
 

@@ -11,9 +11,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from events.outbound import AgentError, TextPart, ToolPart
-from service.cli import main
-from service.simulate import Outcome, simulate
+from terminus.events.outbound import AgentError, TextPart, ToolPart
+from terminus.service.cli.main import main
+from terminus.service.cli.simulate import Outcome, simulate
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 PROVIDER_OF_DIR = {
@@ -588,7 +588,7 @@ def test_malformed_input_exits_1_with_one_line(
     bad = tmp_path / f"bad{suffix}"
     bad.write_text(content)
     proc = subprocess.run(
-        [sys.executable, "-m", "service", "simulate", "--provider", "anthropic", str(bad)],
+        [sys.executable, "-m", "terminus", "simulate", "--provider", "anthropic", str(bad)],
         capture_output=True,
         text=True,
         check=False,

@@ -1,4 +1,4 @@
-"""Turn snapshots as a base plus an appended tail (service/snapshots.py), without Redis.
+"""Turn snapshots as a base plus an appended tail (service/fold/snapshots.py), without Redis.
 
 The property folds generated turns batch by batch, stores every touched turn through a
 `TailLedger` into a dictionary that applies the batch's SET/APPEND/DEL ops as Redis would, and
@@ -19,16 +19,22 @@ from factories import Script
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events.inbound import InboundEvent, ReasoningDelta, ReasoningStart, TextDelta, TextStart
-from service.commit import Batch
-from service.keys import Keys
-from service.snapshots import SnapshotError, Stored, TailLedger, assemble
-from statemachines.config import CoreConfig
-from statemachines.errors import CoreError
-from statemachines.fold import evolve
-from statemachines.retry_policy import RetryPolicy
-from statemachines.states import FINAL_STATES, TurnState
-from statemachines.turn import Turn
+from terminus.events.inbound import (
+    InboundEvent,
+    ReasoningDelta,
+    ReasoningStart,
+    TextDelta,
+    TextStart,
+)
+from terminus.service.fold.commit import Batch
+from terminus.service.fold.snapshots import SnapshotError, Stored, TailLedger, assemble
+from terminus.service.keys import Keys
+from terminus.statemachines.config import CoreConfig
+from terminus.statemachines.errors import CoreError
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.retry_policy import RetryPolicy
+from terminus.statemachines.states import FINAL_STATES, TurnState
+from terminus.statemachines.turn import Turn
 
 PROPERTY: Final = settings(max_examples=200, deadline=None)
 KEYS: Final = Keys(3, "unit")

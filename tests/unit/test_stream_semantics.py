@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events.adapters import make_adapter
-from events.adapters.base import AttemptContext
-from events.inbound import StreamClosed, StreamError
-from events.outbound import AgentError, TextPart, TurnFinished
-from service.simulate import Outcome, simulate
-from statemachines.classify import classify
+from terminus.events.adapters import make_adapter
+from terminus.events.adapters.base import AttemptContext
+from terminus.events.inbound import StreamClosed, StreamError
+from terminus.events.outbound import AgentError, TextPart, TurnFinished
+from terminus.service.cli.simulate import Outcome, simulate
+from terminus.statemachines.classify import classify
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 ANTHROPIC_TEXT = FIXTURES / "anthropic/text-recorded-fantasy.sse"
@@ -67,7 +67,7 @@ def test_1_sse_cut_mid_line_is_truncated_not_an_error(tmp_path: Path) -> None:
         "missing_terminal",
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "service", "simulate", "--provider", "anthropic", str(cut)],
+        [sys.executable, "-m", "terminus", "simulate", "--provider", "anthropic", str(cut)],
         capture_output=True,
         check=False,
     )

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.tokens import (
+from terminus.service.gateway.tokens import (
     Grant,
     Keyring,
     TokenError,
@@ -197,7 +197,7 @@ def test_terminus_token_mints_with_the_current_key(tmp_path: Path) -> None:
     env = {**os.environ, "TERMINUS_TOKEN_SECRETS": f"k2:{'n' * 20},k1:{'o' * 20}"}
     env.pop("TERMINUS_TOKEN_SECRET", None)
     done = subprocess.run(
-        [sys.executable, "-m", "service", "token", "--admin", "--ttl", "60"],
+        [sys.executable, "-m", "terminus", "token", "--admin", "--ttl", "60"],
         env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     token = done.stdout.strip()

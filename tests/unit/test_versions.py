@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events.codec import (
+from terminus.events.codec import (
     CodecError,
     EventDecodeError,
     Format,
@@ -23,9 +23,9 @@ from events.codec import (
     decode_event,
     encode_event,
 )
-from events.inbound import EVENT_TYPES, FinishStep, InboundEvent, TextDelta, TextEnd, Usage
-from events.versions import CURRENT, DEFAULT, Document, NewerVersion, Schema, VersionError
-from service.applier import Entry, decode_entries
+from terminus.events.inbound import EVENT_TYPES, FinishStep, InboundEvent, TextDelta, TextEnd, Usage
+from terminus.events.versions import CURRENT, DEFAULT, Document, NewerVersion, Schema, VersionError
+from terminus.service.fold.applier import Entry, decode_entries
 
 FORMATS: Final[tuple[Format, ...]] = ("json", "msgpack")
 IDS: Final[Document] = {"session_id": "s", "turn_id": "t", "seq": 4}

@@ -1,0 +1,1 @@
+../../../service/facade/__init__.py

@@ -1,3 +1,0 @@
-from service.cli import main
-
-raise SystemExit(main())

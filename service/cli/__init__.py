@@ -1,0 +1,1 @@
+"""The `terminus` command line: one module per job, the demo and its recorded transcripts."""

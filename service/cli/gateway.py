@@ -1,0 +1,85 @@
+"""`terminus gateway` (the HTTP gateway alone) and `terminus token` (mint an access token)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Final
+
+DEFAULT_HTTP: Final = "127.0.0.1:8080"
+DEFAULT_TTL_S: Final = 3600
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """`HOST:PORT` (argparse type)."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r} is not HOST:PORT")
+    return host, int(port)
+
+
+def _gateway(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from terminus.service.gateway.serve import serve_gateway
+    from terminus.service.gateway.tokens import TokenError, local_keyring
+    from terminus.service.settings import SettingsError, from_env
+
+    try:
+        settings = from_env(os.environ)
+        secret = local_keyring(os.environ)
+    except (SettingsError, TokenError) as exc:
+        raise SystemExit(f"terminus gateway: {exc}") from None
+    host, port = args.http
+    # uvloop's C event loop where it exists: the gateway's cost is mostly socket sends, one per
+    # subscriber per wake-up, each a trip through the event loop (docs/performance.md).
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(serve_gateway(settings, secret, host, port))
+    else:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(serve_gateway(settings, secret, host, port))
+    return 0
+
+
+def _token(args: argparse.Namespace) -> int:
+    from terminus.service.gateway.tokens import TokenError, local_keyring, mint
+
+    if (args.session is None) == (not args.admin):
+        raise SystemExit("terminus token: give a SESSION or --admin (not both)")
+    try:
+        secret = local_keyring(os.environ)
+    except TokenError as exc:
+        raise SystemExit(f"terminus token: {exc}") from None
+    sys.stdout.write(mint(secret, args.session, int(time.time()) + args.ttl) + "\n")
+    return 0
+
+
+def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    gateway = sub.add_parser(
+        "gateway",
+        help="the HTTP gateway alone: session updates over SSE, messages, turns, health",
+        description="Serves the ASGI app of service/gateway/routes.py with uvicorn. Tokens are "
+        "checked against TERMINUS_TOKEN_SECRET, else the secret kept in ./var/token-secret.",
+    )
+    gateway.add_argument(
+        "--http",
+        type=host_port,
+        default=host_port(DEFAULT_HTTP),
+        metavar="HOST:PORT",
+        help=f"where to listen (default {DEFAULT_HTTP})",
+    )
+    gateway.set_defaults(handler=_gateway)
+    token = sub.add_parser(
+        "token",
+        help="mint an access token for one session (or --admin) and print it",
+        description="Signed with TERMINUS_TOKEN_SECRET, else the secret kept in "
+        "./var/token-secret (created on first use), as the gateway checks it.",
+    )
+    token.add_argument("session", nargs="?", default=None, metavar="SESSION")
+    token.add_argument("--admin", action="store_true", help="an operator token")
+    token.add_argument("--ttl", type=int, default=DEFAULT_TTL_S, help="seconds (default 3600)")
+    token.set_defaults(handler=_token)

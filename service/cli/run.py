@@ -1,0 +1,142 @@
+"""`terminus run`: Redis (configured, local, or embedded), a pool of worker processes, the HTTP
+gateway, the demo.
+
+Workers (`terminus worker`, the FastStream app) and the gateway (`terminus gateway`) are separate
+OS processes, each in its own session so that Ctrl-C reaches only this supervisor, which then
+stops them in order: workers and gateway first (workers finish their batch and release their
+leases), the embedded Redis last. A process that dies is started again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from terminus.service.cli.demo import run_demo
+from terminus.service.redaction import redacted_url
+from terminus.service.redis.connect import connect
+from terminus.service.redis.embedded import EmbeddedRedis, can_bind, ensure_redis
+from terminus.service.settings import Settings
+
+STOP_TIMEOUT_S: Final = 20.0
+DATA_DIR: Final = Path("var") / "redis"
+
+
+class Pool:
+    """Service processes on one Redis URL (`size` workers, then any `extra` commands), each
+    restarted when it dies."""
+
+    def __init__(self, url: str, size: int, extra: Sequence[Sequence[str]] = ()) -> None:
+        self.url = url
+        self.commands = [["worker"]] * size + [list(c) for c in extra]
+        self.processes: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> None:
+        self.processes = [self._spawn(c) for c in self.commands]
+
+    def _spawn(self, command: Sequence[str]) -> subprocess.Popen[bytes]:
+        env = {**os.environ, "REDIS_URL": self.url}
+        argv = [sys.executable, "-m", "terminus", *command]
+        return subprocess.Popen(argv, env=env, start_new_session=True)
+
+    def revive(self) -> int:
+        """Start again every process that exited; returns how many."""
+        dead = [n for n, p in enumerate(self.processes) if p.poll() is not None]
+        for n in dead:
+            name = self.commands[n][0]
+            print(
+                f"terminus: {name} {self.processes[n].pid} exited; starting another",
+                file=sys.stderr,
+            )
+            self.processes[n] = self._spawn(self.commands[n])
+        return len(dead)
+
+    def stop(self) -> None:
+        """SIGTERM all, wait for each to finish its batch and release its leases, then SIGKILL."""
+        for process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for process in self.processes:
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def run_service(
+    settings: Settings,
+    *,
+    workers: int,
+    demo: bool,
+    once: bool,
+    http: tuple[str, int] | None = None,
+) -> int:
+    """The main job; returns the exit code. Ctrl-C (SIGINT) or SIGTERM stop it cleanly."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    url, server = ensure_redis(settings, DATA_DIR)
+    extra = []
+    if http is not None and can_bind(http[1], http[0]):
+        extra.append(["gateway", "--http", f"{http[0]}:{http[1]}"])
+        print(
+            f"terminus: HTTP gateway on http://{http[0]}:{http[1]} "
+            "(tokens: terminus token SESSION); inspector: "
+            f"http://{http[0]}:{http[1]}/inspect (sign in with: terminus token --admin)",
+            file=sys.stderr,
+        )
+    elif http is not None:
+        print(
+            f"terminus: {http[0]}:{http[1]} is in use; no HTTP gateway (see --http)",
+            file=sys.stderr,
+        )
+    pool = Pool(url, workers, extra)
+    print(
+        f"terminus: Redis at {_where(url, server)}, {workers} worker(s), "
+        f"{settings.partitions} partitions",
+        file=sys.stderr,
+    )
+    try:
+        pool.start()
+        if demo:
+            asyncio.run(_demo(url, settings))
+            if once:
+                return 0
+        print("terminus: running; Ctrl-C stops", file=sys.stderr)
+        while True:
+            time.sleep(1.0)
+            pool.revive()
+    except KeyboardInterrupt:
+        print("\nterminus: stopping", file=sys.stderr)
+        return 0
+    finally:
+        pool.stop()
+        if server is not None:
+            server.stop()
+
+
+async def _demo(url: str, settings: Settings) -> None:
+    redis = connect(url, cluster=settings.redis_cluster)
+    try:
+        states = await run_demo(redis, settings)
+    finally:
+        await redis.aclose()
+    summary = ", ".join(f"{title}: {state}" for title, state in states.items())
+    print(f"\ndemo complete. {summary}", flush=True)
+
+
+def _where(url: str, server: EmbeddedRedis | None) -> str:
+    if server is None:
+        return redacted_url(url)
+    return f"{redacted_url(url)} (embedded, AOF in {server.data_dir})"
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,193 @@
+"""Prometheus metrics of a pool, read from Redis by whichever process serves `GET /metrics`.
+
+Three sources (docs/metrics.md): each partition's domain counters, added by its commits
+(service/metrics/counters.py); each partition's consumer group, for entries pending (read, not
+committed) and lag (appended, not yet read); each live worker's own hash of commit latencies and
+lease changes (service/metrics/worker.py). The exposition format is prometheus_client's, from a
+collector over one snapshot of those reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from redis.asyncio import Redis
+
+from terminus.service.keys import GROUP, Keys, worker_metrics_key, workers_key
+from terminus.service.metrics.counters import Key, key_of
+from terminus.service.metrics.worker import BUCKETS, WorkerMetrics, parse
+from terminus.service.redis.connect import execute
+from terminus.service.redis.replies import text
+from terminus.service.settings import Settings
+
+# hash counter name -> exposed name (without _total), help, label names after `partition`
+COUNTERS: Final[dict[str, tuple[str, str, tuple[str, ...]]]] = {
+    "events_in": ("terminus_events_in", "Inbound entries committed, by outcome", ("outcome",)),
+    "frames_out": ("terminus_frames_out", "Session frames written", ()),
+    "ignored": ("terminus_events_ignored", "Events the turn machine ignored", ("reason",)),
+    "truncations": (
+        "terminus_truncations",
+        "Attempts that ended without terminal proof",
+        ("reason", "provider", "model"),
+    ),
+    "retries": ("terminus_retries", "Retries and compactions scheduled", ("reason",)),
+    "failures": ("terminus_failures", "Turns failed, by error type", ("type",)),
+    "dead_letters": ("terminus_dead_letters", "Entries dead-lettered", ("reason",)),
+    "turns_finished": ("terminus_turns_finished", "Turns ended, by stop reason", ("stop_reason",)),
+}
+
+
+@dataclass
+class Group:
+    """A partition's consumer group as XINFO GROUPS tells it; lag None where Redis cannot
+    tell (before 7.0, or after entries were deleted from the log)."""
+
+    pending: int
+    lag: int | None
+
+
+@dataclass
+class Snapshot:
+    counters: dict[int, dict[Key, int]] = field(default_factory=dict)
+    groups: dict[int, Group] = field(default_factory=dict)
+    workers: dict[str, WorkerMetrics] = field(default_factory=dict)
+
+
+async def render_metrics(redis: Redis, settings: Settings) -> bytes:
+    """The pool's metrics in the Prometheus text exposition format (version 0.0.4)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector(await read_snapshot(redis, settings)))
+    return generate_latest(registry)
+
+
+async def read_snapshot(redis: Redis, settings: Settings) -> Snapshot:
+    """Every partition's counters and group, and every live worker's own metrics."""
+    pipe = redis.pipeline(transaction=False)
+    for partition in range(settings.partitions):
+        keys = Keys(partition, settings.prefix)
+        pipe.hgetall(keys.metrics)
+        pipe.xinfo_groups(keys.inbound)
+    pipe.zrange(workers_key(settings.prefix), 0, -1)
+    replies: list[Any] = await pipe.execute(raise_on_error=False)
+    snapshot = Snapshot()
+    for partition in range(settings.partitions):
+        stored, groups = replies[2 * partition], replies[2 * partition + 1]
+        snapshot.counters[partition] = _counters(_raised(stored))
+        group = _group(groups)  # a log nobody published to has no stream: an error, no group
+        if group is not None:
+            snapshot.groups[partition] = group
+    snapshot.workers = await _workers(redis, settings.prefix, _raised(replies[-1]))
+    return snapshot
+
+
+def _raised(reply: Any) -> Any:
+    if isinstance(reply, Exception):
+        raise reply
+    return reply
+
+
+def _counters(stored: Mapping[bytes, bytes]) -> dict[Key, int]:
+    counts = {}
+    for raw, value in stored.items():
+        key = key_of(raw)
+        if key is not None and key[0] in COUNTERS:
+            counts[key] = int(value)
+    return counts
+
+
+def _group(groups: Any) -> Group | None:
+    if isinstance(groups, Exception):
+        return None
+    for group in cast("list[dict[str, Any]]", groups):
+        if text(group["name"]) == GROUP:
+            lag = group.get("lag")
+            return Group(int(group["pending"]), None if lag is None else int(lag))
+    return None
+
+
+async def _workers(redis: Redis, prefix: str, members: Sequence[bytes]) -> dict[str, WorkerMetrics]:
+    ids = sorted(text(m) for m in members)
+    pipe = redis.pipeline(transaction=False)
+    for worker_id in ids:
+        pipe.hgetall(worker_metrics_key(worker_id, prefix))
+    stored = await execute(pipe) if ids else []
+    return {w: parse(s) for w, s in zip(ids, stored, strict=True) if s}
+
+
+class _Collector:
+    """Metric families of one snapshot, for a private registry."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._domain()
+        yield from self._groups()
+        yield from self._workers()
+
+    def _domain(self) -> Iterator[Metric]:
+        families = {
+            name: CounterMetricFamily(metric, doc, labels=("partition", *labels))
+            for name, (metric, doc, labels) in COUNTERS.items()
+        }
+        for partition, counts in sorted(self.snapshot.counters.items()):
+            for key, value in sorted(counts.items()):
+                labels = dict(zip(key[1::2], key[2::2], strict=True))
+                wanted = COUNTERS[key[0]][2]
+                values = [str(partition), *(labels.get(name, "") for name in wanted)]
+                families[key[0]].add_metric(values, value)
+        yield from families.values()
+
+    def _groups(self) -> Iterator[Metric]:
+        pending = GaugeMetricFamily(
+            "terminus_partition_pending",
+            "Entries read by the partition's owner and not committed yet",
+            labels=("partition",),
+        )
+        lag = GaugeMetricFamily(
+            "terminus_partition_lag",
+            "Entries in the partition's log not read yet (absent where Redis cannot tell)",
+            labels=("partition",),
+        )
+        for partition, group in sorted(self.snapshot.groups.items()):
+            pending.add_metric([str(partition)], group.pending)
+            if group.lag is not None:
+                lag.add_metric([str(partition)], group.lag)
+        yield pending
+        yield lag
+
+    def _workers(self) -> Iterator[Metric]:
+        commits = HistogramMetricFamily(
+            "terminus_commit_seconds",
+            "Round trip of a batch commit (with the read of the next batch), per worker",
+            labels=("worker",),
+        )
+        leases = CounterMetricFamily(
+            "terminus_lease_changes",
+            "Partition leases acquired, lost, rotated and released, per worker",
+            labels=("kind", "worker"),
+        )
+        for worker_id, metrics in sorted(self.snapshot.workers.items()):
+            commits.add_metric([worker_id], _cumulative(metrics), sum_value=metrics.seconds)
+            for kind, n in sorted(metrics.leases.items()):
+                leases.add_metric([kind, worker_id], n)
+        yield commits
+        yield leases
+
+
+def _cumulative(metrics: WorkerMetrics) -> list[tuple[str, float]]:
+    bounds = [*map(str, BUCKETS), "+Inf"]
+    total, out = 0, []
+    for le, n in zip(bounds, metrics.buckets, strict=True):
+        total += n
+        out.append((le, float(total)))
+    return out

@@ -1,0 +1,267 @@
+"""Every partition a worker owns, stepped in one loop: one pipelined request per round while any
+of them has work, one blocking XREAD over all of them while none has.
+
+Why one loop rather than a task per partition: with a task each, at half load every partition
+woke on its own for a few entries and spent three requests on them (wait, read, commit), each
+about 90 µs of client CPU; the worker saturated at half its drain rate and added a p99 of 280 ms
+(docs/performance.md). A round sends, in one pipeline, each busy owner's read or its commit
+joined with the read of its next batch (commit.lua does both), plus one non-blocking XREAD that
+tells which idle partitions received entries meanwhile. Owners still run independently: each has
+its own lease, fold and position, and one owner's lost lease or failed commit ends only that
+owner.
+
+On a Redis Cluster the round and the wait go per slot (service/runtime/wire.py); the loop is the
+same.
+
+Errors: any connection error, and any unexpected error in a round, makes every owner of the
+pump start over (`PartitionOwner.lost_connection`: a new epoch, its fold reloaded, its pending
+entries drained), the idle ones too. A busy owner cannot know what of its request was applied;
+an idle one may remember more than Redis holds when the connection broke because Redis restarted
+and lost acknowledged writes (AOF `everysec` behind a slow fsync), or a replica that had not
+received them took over: its position would then wait past entries that are back in the log, and
+its fold would drop them as already applied. (A server cannot restart or fail over without
+breaking the connections to it, so the error is always seen.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+from redis.asyncio import Redis
+
+from terminus.service.fold.applier import Decoded, Entry
+from terminus.service.fold.commit import CommitAlreadyApplied, LeaseLost
+from terminus.service.redis.connect import TRANSIENT
+from terminus.service.redis.replies import StreamReply
+from terminus.service.runtime.owner import PartitionOwner
+from terminus.service.runtime.wire import Call, Wire
+from terminus.service.settings import Settings
+
+log = logging.getLogger("terminus.pump")
+
+PAUSE_S: Final = 0.2  # after a connection error, before the next round
+
+
+class Pump:
+    """Steps the owners it holds until `stop`."""
+
+    def __init__(self, redis: Redis, settings: Settings) -> None:
+        self.redis = redis
+        self.settings = settings
+        self.wire = Wire(redis, settings)
+        self.owners: dict[int, PartitionOwner] = {}
+        self.running = False
+        self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
+        self._stopping = False
+
+    def add(self, owner: PartitionOwner) -> None:
+        self.owners[owner.partition] = owner
+        self._changed.set()
+
+    def drop(self, partition: int) -> None:
+        """End an owner at once, without a last commit: its lease is gone."""
+        owner = self.owners.pop(partition, None)
+        if owner is not None:
+            owner.fold.forget()
+            owner.end()
+            self._changed.set()
+
+    async def retire(self, partition: int) -> None:
+        """Commit the owner's batch in hand, then end it; returns once it has ended."""
+        owner = self.owners.get(partition)
+        if owner is None:
+            return
+        owner.stop()
+        idle = owner.batch is None and not owner.ready and not owner.fresh
+        if idle or not self.running:
+            # Nothing in hand and no request of it in flight (an idle owner is only watched by
+            # the read-only XREAD): end it now rather than wait for that XREAD to return.
+            self._end(owner)
+            return
+        self._changed.set()
+        with contextlib.suppress(Exception):
+            await asyncio.shield(owner.ended)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._changed.set()
+
+    async def run(self) -> None:
+        """Round after round until `stop`; a bug in a round is logged, never fatal."""
+        self.running = True
+        try:
+            while not self._stopping:
+                try:
+                    await self.round()
+                except Exception as exc:
+                    # Owners may have read entries, or folded a batch, that this round will never
+                    # commit: left as they are, their folds would run ahead of Redis and the next
+                    # read would skip those entries. Each starts over from what Redis holds.
+                    log.exception("pump: round failed")
+                    await self._start_over(exc)
+        finally:
+            self.running = False
+            for owner in list(self.owners.values()):
+                self._end(owner)
+            await self.wire.close()
+
+    async def round(self) -> None:
+        self._changed.clear()
+        for owner in list(self.owners.values()):
+            if owner.done or (owner.stopping and owner.batch is None):
+                self._end(owner)
+        await self._start_fresh()
+        await self._tick_stalls()
+        owners = [o for o in self.owners.values() if not o.fresh]
+        busy = [o for o in owners if o.batch is not None or (o.ready and not o.stopping)]
+        idle = [o for o in owners if o.batch is None and not o.ready and not o.stopping]
+        if busy:
+            await self._step(busy, idle)
+        else:
+            await self._wait(idle)
+
+    async def _start_fresh(self) -> None:
+        """Take over new owners (and restart broken ones): new epoch, group, drain."""
+        for owner in [o for o in self.owners.values() if o.fresh and not o.stopping]:
+            try:
+                await owner.start()
+            except TRANSIENT as exc:
+                await self._start_over(exc)
+                return
+            except Exception as exc:  # LeaseLost, or a bug: the worker reaps and logs it
+                self._end(owner, exc)
+
+    async def _tick_stalls(self) -> None:
+        for owner in list(self.owners.values()):
+            if owner.fresh or owner.stopping or owner.stalls.due_in() > 0:
+                continue
+            try:
+                await owner.stalls.tick()
+            except TRANSIENT as exc:  # appends are fenced and at most once per position
+                await self._start_over(exc)
+                return
+            except Exception as exc:
+                self._end(owner, exc)
+
+    async def _step(self, busy: list[PartitionOwner], idle: list[PartitionOwner]) -> None:
+        """One pipeline: each busy owner's read or commit-and-read, one XREAD for the idle."""
+        calls = [owner.step_call() for owner in busy]
+        started = time.perf_counter()
+        try:
+            replies, woken = await self._send(calls, idle)
+        except TRANSIENT as exc:
+            await self._start_over(exc)
+            return
+        # A commit's latency is its pipeline's round trip: what the owner waited for it.
+        seconds = time.perf_counter() - started
+        broken = next((r for r in replies if isinstance(r, TRANSIENT)), None)
+        if broken is not None:  # one node's, on a cluster: what the others committed stands
+            await self._start_over(broken)
+            return
+        read: list[tuple[PartitionOwner, list[Entry]]] = []
+        for owner, reply in zip(busy, replies, strict=True):
+            if owner.done:
+                continue  # dropped while its request was in flight
+            if isinstance(reply, Exception):  # e.g. WRONGTYPE from the commit's checks
+                self._end(owner, reply)
+            else:
+                try:
+                    entries = owner.stepped(reply, seconds)
+                except LeaseLost as exc:
+                    self._end(owner, exc)
+                    continue
+                except CommitAlreadyApplied as exc:  # a re-sent commit: this owner starts over
+                    owner.lost_connection(exc)
+                    continue
+                if entries:
+                    read.append((owner, entries))
+        self._wake(woken, idle)
+        await self._fold(read)
+
+    async def _send(
+        self, calls: Sequence[Call], idle: Sequence[PartitionOwner]
+    ) -> tuple[list[Any], StreamReply]:
+        return await self.wire.send(calls, {o.keys.inbound: o.tail for o in idle})
+
+    async def _fold(self, read: list[tuple[PartitionOwner, list[Entry]]]) -> None:
+        """Decode and fold what each owner read, loading the turns they lack in one pipeline."""
+        decoded = [(owner, owner.decode(entries)) for owner, entries in read]
+        lacking = [(owner, owner.fold.missing(items), items) for owner, items in decoded]
+        loads = [(owner, missing) for owner, missing, _ in lacking if missing]
+        if loads:
+            try:
+                snapshots = await self.wire.load([o.fold.snapshot_keys(m) for o, m in loads])
+            except TRANSIENT as exc:
+                await self._start_over(exc)
+                return
+            for (owner, missing), found in zip(loads, snapshots, strict=True):
+                try:
+                    owner.fold.loaded(missing, found)
+                except Exception as exc:  # an unreadable snapshot: this owner cannot go on
+                    owner.fold.forget()
+                    self._end(owner, exc)
+        for owner, _, items in lacking:
+            if not owner.done:
+                self._fold_one(owner, items)
+
+    def _fold_one(self, owner: PartitionOwner, items: list[Decoded]) -> None:
+        try:
+            owner.fold_batch(items)
+        except Exception as exc:  # the fold dead-letters what the core rejects: this is a bug
+            owner.fold.forget()
+            self._end(owner, exc)
+
+    def _wake(self, woken: StreamReply, idle: Sequence[PartitionOwner]) -> None:
+        by_stream = {o.keys.inbound.encode(): o for o in idle}
+        for stream, _ in woken:
+            owner = by_stream.get(stream)
+            if owner is not None:
+                owner.ready = True
+
+    async def _wait(self, idle: list[PartitionOwner]) -> None:
+        """Until an idle partition's log grows, an owner comes or goes, or a stall scan is due."""
+        due = min((o.stalls.due_in() for o in idle), default=self.settings.block_ms / 1000)
+        block_ms = max(1, int(min(self.settings.block_ms / 1000, due) * 1000))
+        changed = asyncio.ensure_future(self._changed.wait())
+        waits: set[asyncio.Future[Any]] = {changed}
+        if idle:
+            streams = {o.keys.inbound: o.tail for o in idle}
+            reading = asyncio.ensure_future(self.wire.wait(streams, block_ms))
+            waits.add(reading)
+        await asyncio.wait(waits, timeout=block_ms / 1000 + 1, return_when="FIRST_COMPLETED")
+        nudged = changed.done()
+        changed.cancel()
+        if not idle:
+            return
+        if not reading.done():
+            reading.cancel()  # redis-py drops the connection of a cancelled command
+            with contextlib.suppress(asyncio.CancelledError, *TRANSIENT):
+                await reading
+            if not nudged:  # a blocking read a second past its time: the connection is dead
+                await self._start_over(TimeoutError("a blocking read did not come back"))
+            return
+        try:
+            self._wake(reading.result(), idle)
+        except TRANSIENT as exc:
+            await self._start_over(exc)
+
+    def _end(self, owner: PartitionOwner, error: BaseException | None = None) -> None:
+        if self.owners.get(owner.partition) is owner:
+            del self.owners[owner.partition]
+        owner.end(error)
+
+    async def _start_over(self, exc: BaseException) -> None:
+        """Every owner starts over (see the module's docstring), after a pause."""
+        for owner in self.owners.values():
+            owner.lost_connection(exc)
+        await self.wire.recover(exc)
+        await self._pause()
+
+    async def _pause(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), PAUSE_S)
