@@ -32,7 +32,7 @@ from terminus.service.redis.connect import connect
 from terminus.service.redis.embedded import EmbeddedRedis, EmbeddedRedisError, Fsync
 
 StartRedis = Callable[..., EmbeddedRedis]
-FAULT_PREFIX: Final = "fx"  # tests/faults/harness.py's
+FAULT_PREFIX: Final = "fx"  # tests/support/faults/harness.py's
 Backend = Literal["single", "cluster"]
 BACKENDS: Final = ("single", "cluster")
 # A redis-server binary for the session's private server: the gate's Redis 6.2 pass names the

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from expect import assert_exact, assert_replay_clean, started_turns
-from harness import (
+
+from tests.support.faults.expect import assert_exact, assert_replay_clean, started_turns
+from tests.support.faults.harness import (
     StartRedis,
     Workers,
     dead_letters,
@@ -25,14 +26,14 @@ from harness import (
     wait_quiet,
     wait_until,
 )
-from load import (
+from tests.support.faults.load import (
     RecordingProducer,
     plan_sessions,
     planned_events,
     planned_turns,
     publish_sessions,
 )
-from proxied import behind_proxies
+from tests.support.faults.proxied import behind_proxies
 
 PLANS = plan_sessions(sessions=16, turns=12, tag="hole")
 TURNS = planned_turns(PLANS)
@@ -41,7 +42,7 @@ TIMED_OUT = "network:TimeoutError"  # service/runtime/owner.py, when a read or c
 LOST = "lost partition"  # service/runtime/worker.py, when the lease expired under the worker
 
 
-@pytest.mark.cluster  # on a cluster the test's own client is cut off too (tests/faults/proxied.py)
+@pytest.mark.cluster  # its own client is cut off too on a cluster (tests/support/faults/proxied.py)
 async def test_blackholed_connection_resumes(
     on_cluster: bool, private_redis: StartRedis, tmp_path: Path
 ) -> None:

@@ -20,8 +20,6 @@ from typing import Any
 import msgspec
 import pytest
 from faststream.redis import RedisBroker, RedisClusterBroker
-from harness import StartRedis, wait_until
-from proxied import Network, behind_proxies
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError
 from test_failover import promoted
@@ -32,6 +30,8 @@ from terminus.service.redis.connect import execute, make_broker, refresh_slots
 from terminus.service.runtime import wire as wire_module
 from terminus.service.runtime.wire import Call, Wire
 from terminus.service.settings import Settings
+from tests.support.faults.harness import StartRedis, wait_until
+from tests.support.faults.proxied import Network, behind_proxies
 
 pytestmark = pytest.mark.cluster
 

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from expect import assert_exact
-from harness import (
+
+from terminus.service.redis.scripts import source
+from tests.support.faults.expect import assert_exact
+from tests.support.faults.harness import (
     StartRedis,
     Workers,
     busy_partitions,
@@ -27,10 +29,13 @@ from harness import (
     wait_owned,
     wait_until,
 )
-from load import RecordingProducer, plan_sessions, planned_turns, publish_sessions
-from proxied import behind_proxies
-
-from terminus.service.redis.scripts import source
+from tests.support.faults.load import (
+    RecordingProducer,
+    plan_sessions,
+    planned_turns,
+    publish_sessions,
+)
+from tests.support.faults.proxied import behind_proxies
 
 PLANS = plan_sessions(sessions=6, turns=8, tag="delayed")
 TURNS = planned_turns(PLANS)

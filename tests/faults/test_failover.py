@@ -14,9 +14,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from expect import assert_replay_clean, assert_session, fold_session, logs_by_session
-from harness import Workers, busy_partitions, fault_settings, wait_owned, wait_until
-from load import RecordingProducer, has_published, plan_sessions, planned_events, publish_sessions
 from redis.asyncio import Redis
 
 from terminus.service.keys import Keys
@@ -24,6 +21,26 @@ from terminus.service.redis.cluster import ClusterNode, LocalCluster
 from terminus.service.redis.connect import connect
 from terminus.service.redis.embedded import EmbeddedRedisError
 from terminus.service.settings import Settings
+from tests.support.faults.expect import (
+    assert_replay_clean,
+    assert_session,
+    fold_session,
+    logs_by_session,
+)
+from tests.support.faults.harness import (
+    Workers,
+    busy_partitions,
+    fault_settings,
+    wait_owned,
+    wait_until,
+)
+from tests.support.faults.load import (
+    RecordingProducer,
+    has_published,
+    plan_sessions,
+    planned_events,
+    publish_sessions,
+)
 
 PLANS = plan_sessions(sessions=24, turns=10, tag="failover")
 

@@ -22,19 +22,19 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from backends import Target
-from expect import assert_all_well, started_turns
-from harness import (
-    Workers,
-    fault_settings,
-    wait_quiet,
-)
-from load import RecordingProducer, numbered_events, plan_sessions
 from redis.asyncio import Redis
 
 from terminus.events.inbound import InboundEvent
 from terminus.service.keys import GROUP, Keys
 from terminus.service.redis.replies import StreamEntry, StreamReply
+from tests.support.backends import Target
+from tests.support.faults.expect import assert_all_well, started_turns
+from tests.support.faults.harness import (
+    Workers,
+    fault_settings,
+    wait_quiet,
+)
+from tests.support.faults.load import RecordingProducer, numbered_events, plan_sessions
 
 PLANS = plan_sessions(sessions=10, turns=3, tag="hwm", cut_every=4)
 CHUNK = 6  # events per publish, turn after turn in round robin

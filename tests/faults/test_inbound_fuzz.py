@@ -15,11 +15,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final, cast
 
-from expect import assert_session, fold_session
-from harness import dead_letters, fault_settings, wait_owned, wait_quiet
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from load import RecordingProducer, TurnPlan, publish_turn
 
 from terminus.events.codec import encode_json
 from terminus.events.inbound import (
@@ -35,6 +32,9 @@ from terminus.service.keys import FIELD, Keys
 from terminus.service.redis.connect import connect
 from terminus.service.runtime.worker import Worker
 from terminus.service.settings import Settings
+from tests.support.faults.expect import assert_session, fold_session
+from tests.support.faults.harness import dead_letters, fault_settings, wait_owned, wait_quiet
+from tests.support.faults.load import RecordingProducer, TurnPlan, publish_turn
 
 VALID: Final = [TurnPlan(f"valid-{s}", f"valid-{s}-t{t}", cut=t == 1, deltas=12)
                 for s in range(3) for t in range(2)]  # fmt: skip

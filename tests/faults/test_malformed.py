@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Final, cast
 
 import pytest
-from backends import Target
-from expect import assert_exact, assert_replay_clean, started_turns
-from harness import (
+from redis.asyncio import Redis
+
+from terminus.events.codec import encode_event
+from terminus.events.inbound import InboundEvent, TextDelta
+from terminus.service.keys import Keys
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
+from tests.support.backends import Target
+from tests.support.faults.expect import assert_exact, assert_replay_clean, started_turns
+from tests.support.faults.harness import (
     Source,
     StartRedis,
     Workers,
@@ -29,15 +36,14 @@ from harness import (
     wait_quiet,
     wait_until,
 )
-from load import RecordingProducer, TurnPlan, plan_sessions, publish_sessions, publish_turn
-from malformed import Junk, check_junk, gap_turn, ghost_event, junk
-from redis.asyncio import Redis
-
-from terminus.events.codec import encode_event
-from terminus.events.inbound import InboundEvent, TextDelta
-from terminus.service.keys import Keys
-from terminus.service.sdk.producer import Producer
-from terminus.service.settings import Settings
+from tests.support.faults.load import (
+    RecordingProducer,
+    TurnPlan,
+    plan_sessions,
+    publish_sessions,
+    publish_turn,
+)
+from tests.support.faults.malformed import Junk, check_junk, gap_turn, ghost_event, junk
 
 VALID = plan_sessions(sessions=8, turns=10, tag="ok")
 LATE: Final = 3  # late events after each valid session's last turn

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator
 from typing import Any, Final, cast
 
 import pytest
-from malformed import Junk, check_junk, deep_nesting, huge_integer, not_utf8
 from redis.asyncio import Redis
 from serving import running_worker
 
@@ -34,6 +33,7 @@ from terminus.service.keys import keys_for_session
 from terminus.service.redis.replies import StreamEntry
 from terminus.service.sdk.producer import Producer
 from terminus.service.settings import Settings
+from tests.support.faults.malformed import Junk, check_junk, deep_nesting, huge_integer, not_utf8
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

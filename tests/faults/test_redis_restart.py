@@ -15,9 +15,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from backends import Target
-from expect import assert_all_well, started_turns
-from harness import (
+from redis.asyncio import Redis
+
+from terminus.service.keys import Keys
+from terminus.service.redis.cluster import LocalCluster
+from terminus.service.redis.embedded import EmbeddedRedis
+from tests.support.backends import Target
+from tests.support.faults.expect import assert_all_well, started_turns
+from tests.support.faults.harness import (
     StartRedis,
     Workers,
     fault_settings,
@@ -26,18 +31,13 @@ from harness import (
     wait_quiet,
     wait_until,
 )
-from load import (
+from tests.support.faults.load import (
     RecordingProducer,
     plan_sessions,
     planned_events,
     planned_turns,
     publish_sessions,
 )
-from redis.asyncio import Redis
-
-from terminus.service.keys import Keys
-from terminus.service.redis.cluster import LocalCluster
-from terminus.service.redis.embedded import EmbeddedRedis
 
 PLANS = plan_sessions(sessions=24, turns=15, tag="restart")
 TURNS = planned_turns(PLANS)

@@ -13,19 +13,6 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from backends import Target
-from expect import started_turns
-from harness import (
-    Workers,
-    busy_partitions,
-    dead_letters,
-    fault_settings,
-    keys_of,
-    kill_busy_and_replace,
-    wait_owned,
-    wait_until,
-)
-from load import RecordingProducer, has_published, plan_sessions, planned_events, publish_sessions
 from redis.asyncio import Redis
 
 from terminus.service.cli.replay import replay
@@ -35,6 +22,25 @@ from terminus.service.redis.replies import xrange
 from terminus.service.retention.archive import LocalArchive, partition_prefix
 from terminus.service.retention.records import unpack_segment
 from terminus.service.settings import Settings
+from tests.support.backends import Target
+from tests.support.faults.expect import started_turns
+from tests.support.faults.harness import (
+    Workers,
+    busy_partitions,
+    dead_letters,
+    fault_settings,
+    keys_of,
+    kill_busy_and_replace,
+    wait_owned,
+    wait_until,
+)
+from tests.support.faults.load import (
+    RecordingProducer,
+    has_published,
+    plan_sessions,
+    planned_events,
+    publish_sessions,
+)
 
 PLANS = plan_sessions(sessions=20, turns=10, tag="r")  # 200 turns; 20 cut once, then retried
 RETAIN_MS: Final = 2_000  # the least TERMINUS_RETAIN_MS takes

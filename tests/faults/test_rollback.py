@@ -20,14 +20,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from expect import assert_all_well, started_turns
-from harness import StartRedis, Workers, fault_settings, wait_owned, wait_quiet
-from load import RecordingProducer, plan_sessions, publish_sessions
 from redis.asyncio import Redis
 
 from terminus.service.keys import Keys
 from terminus.service.redis.replies import StreamEntry
 from terminus.service.settings import Settings
+from tests.support.faults.expect import assert_all_well, started_turns
+from tests.support.faults.harness import StartRedis, Workers, fault_settings, wait_owned, wait_quiet
+from tests.support.faults.load import RecordingProducer, plan_sessions, publish_sessions
 
 BEFORE = plan_sessions(sessions=8, turns=2, tag="before")
 AFTER = plan_sessions(sessions=8, turns=2, tag="after")

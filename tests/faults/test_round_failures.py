@@ -18,16 +18,16 @@ from contextlib import contextmanager
 from typing import Any, Final
 from unittest.mock import patch
 
-from expect import assert_exact, started_turns
-from harness import dead_letters, fault_settings, wait_owned, wait_quiet
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from load import RecordingProducer, plan_sessions, publish_sessions
 
 from terminus.service.redis.connect import connect
 from terminus.service.runtime.owner import PartitionOwner
 from terminus.service.runtime.worker import Worker
 from terminus.service.settings import Settings
+from tests.support.faults.expect import assert_exact, started_turns
+from tests.support.faults.harness import dead_letters, fault_settings, wait_owned, wait_quiet
+from tests.support.faults.load import RecordingProducer, plan_sessions, publish_sessions
 
 PLANS: Final = plan_sessions(sessions=4, turns=3, cut_every=4, tag="rf")
 

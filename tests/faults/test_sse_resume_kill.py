@@ -18,19 +18,6 @@ from typing import Final
 import httpx
 import msgspec
 import pytest
-from backends import Target
-from expect import started_turns
-from harness import (
-    Workers,
-    dead_letters,
-    fault_settings,
-    keys_of,
-    kill_busy_and_replace,
-    wait_owned,
-    wait_quiet,
-    wait_until,
-)
-from load import RecordingProducer, TurnPlan, numbered_events, plan_sessions, planned_events
 from redis.asyncio import Redis
 from serving import serving
 
@@ -41,6 +28,25 @@ from terminus.service.keys import FIELD
 from terminus.service.redis.replies import xrange
 from terminus.service.sdk.subscriber import GatewaySource, Update, subscribe
 from terminus.service.settings import Settings
+from tests.support.backends import Target
+from tests.support.faults.expect import started_turns
+from tests.support.faults.harness import (
+    Workers,
+    dead_letters,
+    fault_settings,
+    keys_of,
+    kill_busy_and_replace,
+    wait_owned,
+    wait_quiet,
+    wait_until,
+)
+from tests.support.faults.load import (
+    RecordingProducer,
+    TurnPlan,
+    numbered_events,
+    plan_sessions,
+    planned_events,
+)
 
 SECRET: Final = b"sse-resume-kill-secret-0123456789"
 PLANS = plan_sessions(sessions=4, turns=6, cut_every=4, tag="sse")  # a quarter cut, retried

@@ -17,26 +17,26 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from backends import Target, mget_any
-from expect import assert_all_well, started_turns
-from harness import (
+from redis.asyncio import Redis
+
+from terminus.service.keys import Keys, worker_metrics_key
+from terminus.service.settings import Settings
+from tests.support.backends import Target, mget_any
+from tests.support.faults.expect import assert_all_well, started_turns
+from tests.support.faults.harness import (
     Workers,
     fault_settings,
     pending_of,
     wait_quiet,
     wait_until,
 )
-from load import (
+from tests.support.faults.load import (
     RecordingProducer,
     has_published,
     plan_sessions,
     planned_events,
     publish_sessions,
 )
-from redis.asyncio import Redis
-
-from terminus.service.keys import Keys, worker_metrics_key
-from terminus.service.settings import Settings
 
 PLANS = plan_sessions(sessions=8, turns=12, tag="stale")
 LATER = plan_sessions(sessions=4, turns=3, tag="later")

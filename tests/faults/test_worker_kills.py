@@ -11,9 +11,11 @@ import random
 from pathlib import Path
 
 import pytest
-from backends import Target
-from expect import assert_all_well, started_turns
-from harness import (
+
+from terminus.service.settings import Settings
+from tests.support.backends import Target
+from tests.support.faults.expect import assert_all_well, started_turns
+from tests.support.faults.harness import (
     Workers,
     fault_settings,
     kill_busy_and_replace,
@@ -21,9 +23,12 @@ from harness import (
     wait_quiet,
     wait_until,
 )
-from load import RecordingProducer, plan_sessions, planned_events, publish_sessions
-
-from terminus.service.settings import Settings
+from tests.support.faults.load import (
+    RecordingProducer,
+    plan_sessions,
+    planned_events,
+    publish_sessions,
+)
 
 PLANS = plan_sessions(sessions=50, turns=20)  # 1,000 turns; 100 of them cut once, then retried
 KILL_AT = (0.1, 0.25, 0.4, 0.55, 0.7)  # fractions of the load published

@@ -21,10 +21,8 @@ from types import TracebackType
 from typing import IO, Any, Final, Self, cast
 
 import msgspec
-from backends import mget_any
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
-from support.polling import until
 
 from terminus.service.fold.releases import TOMBSTONE
 from terminus.service.keys import GROUP, Keys, partition_of
@@ -33,8 +31,10 @@ from terminus.service.redis.replies import StreamEntry
 from terminus.service.settings import Settings
 from terminus.statemachines.states import FINAL_STATES
 from terminus.statemachines.turn import Turn
+from tests.support.backends import mget_any
+from tests.support.polling import until
 
-REPO: Final = Path(__file__).resolve().parents[2]
+REPO: Final = Path(__file__).resolve().parents[3]
 WORKER: Final = (sys.executable, "-m", "terminus", "worker")
 _TURN: Final = msgspec.msgpack.Decoder(Turn)
 Source = tuple[str, str]  # an inbound entry: its stream and id (ids are unique per stream only)

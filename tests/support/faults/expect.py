@@ -13,8 +13,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from harness import Source, Workers, dead_letters, keys_of
-from load import Published
 from redis.asyncio import Redis
 
 from terminus.events.codec import (
@@ -34,6 +32,8 @@ from terminus.statemachines.errors import CoreError
 from terminus.statemachines.fold import evolve
 from terminus.statemachines.outputs import Outputs
 from terminus.statemachines.turn import Turn
+from tests.support.faults.harness import Source, Workers, dead_letters, keys_of
+from tests.support.faults.load import Published
 
 
 @dataclass

@@ -14,11 +14,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from backends import Target
-from harness import StartRedis
-from proxy import BlackholeProxy
-
 from terminus.service.redis.cluster import LocalCluster
+from tests.support.backends import Target
+from tests.support.faults.harness import StartRedis
+from tests.support.faults.proxy import BlackholeProxy
 
 
 @asynccontextmanager
