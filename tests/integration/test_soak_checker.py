@@ -1,6 +1,6 @@
 """The chaos soak's checks can fail: a frame lost, duplicated, foreign or out of order in a
 session stream, a malformed entry that was not dead-lettered, a dead letter nobody injected,
-and memory that grows with the load are each reported (bench/soak_check.py, soak_verify.py).
+and memory that grows with the load are each reported (bench/soak/check.py, verify.py).
 
 The session stream is written here as a worker would write it, from the same fold the soak
 uses, then tampered with; the soak's reader reads it from a real Redis and judges it.
@@ -17,16 +17,16 @@ import pytest
 from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
-from bench.soak_check import Diff, FrameReader, Watch, compare
-from bench.soak_faultkit import malformed
-from bench.soak_load import turn_attempts
-from bench.soak_log import LogReader
-from bench.soak_series import Series
-from bench.soak_verify import bounded, dead_letter_report, memory_and_keys
+from bench.soak.check import Diff, FrameReader, Watch, compare
+from bench.soak.load import turn_attempts
+from bench.soak.log import LogReader
+from bench.soak.series import Series
+from bench.soak.verify import bounded, dead_letter_report, memory_and_keys
 from terminus.events.codec import encode_event
 from terminus.events.inbound import InboundEvent
 from terminus.service.keys import FIELD, Keys
 from terminus.service.settings import Settings
+from tests.support.faults import malformed
 
 A, B, C = b"a", b"b", b"c"
 
@@ -104,7 +104,7 @@ async def judged(redis: Redis, prefix: str, how: str) -> dict[str, Any]:
 COUNTS = ["lost", "duplicated", "unexpected", "inversions", "events_lost", "events_inversions"]
 
 
-@pytest.mark.cluster  # the soak reads per slot on a cluster (bench/soak_reads.py)
+@pytest.mark.cluster  # the soak reads per slot on a cluster (bench/soak/reads.py)
 @pytest.mark.parametrize(
     ("how", "kind"),
     [

@@ -1,5 +1,5 @@
-"""SSE subscribers of the fan-out benchmark, many in one process (`python -m bench.fanout_client
-CONFIG`; protocol in `bench.fanout_wire`).
+"""SSE subscribers of the fan-out benchmark, many in one process (`python -m bench.fanout.client
+CONFIG`; protocol in `bench.fanout.wire`).
 
 Lean on purpose, so that the client is not what limits the measurement: no asyncio, one epoll
 loop over non-blocking sockets, one per subscriber, speaking HTTP/1.1; a chunked-encoding
@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Final
 
-from bench import fanout_wire as wire
+from bench.fanout import wire
 
 READ_BYTES: Final = 1 << 16
 EVENT_END: Final = b"\r\n\r\n"  # sse-starlette ends lines with CRLF

@@ -1,6 +1,6 @@
 """What the fan-out benchmark's reader processes are told and what they hand back.
 
-Each reader process (`bench.fanout_client`: SSE subscribers; `bench.fanout_baseline`: the raw
+Each reader process (`bench.fanout.client`: SSE subscribers; `bench.fanout.baseline`: the raw
 Redis reader) takes a config file (msgpack) as its argument, prints `ready` once it follows its
 streams, then reads one `Expected` line (JSON) on stdin: the frames each session stream holds
 once the producer has stopped and the worker has drained. It stops when every stream it follows

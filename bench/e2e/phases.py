@@ -16,11 +16,9 @@ from typing import Any, Final, NamedTuple
 
 from redis.asyncio import Redis
 
-from bench import e2e_latency as lat
-from bench.e2e_packed import PackedPublisher, to_inbound, to_session
-from bench.e2e_procs import WorkerConfig, WorkerPool, machine_busy_s
-from bench.e2e_raw import measure_raw
-from bench.e2e_redis import (
+from bench.common.percentiles import p99_by_second, percentiles
+from bench.common.procs import WorkerConfig, WorkerPool, machine_busy_s
+from bench.common.redis_ops import (
     Outcome,
     ServerUsage,
     compact_aof,
@@ -33,7 +31,10 @@ from bench.e2e_redis import (
     wait_owned,
     wait_started,
 )
-from bench.e2e_workload import marked, sized
+from bench.e2e import latency as lat
+from bench.e2e.packed import PackedPublisher, to_inbound, to_session
+from bench.e2e.raw import measure_raw
+from bench.e2e.workload import marked, sized
 from terminus.events.inbound import InboundEvent
 from terminus.service.sdk.producer import Producer
 
@@ -243,11 +244,11 @@ def latency_report(
         "latency_bench_cpu_us_per_event": ours.bench_cpu_s * 1e6 / events,
         "latency_redis_cpu_us_per_event": ours.server.cpu_s * 1e6 / events,
     }
-    ours_ms, base_ms = lat.percentiles(ours.latencies), lat.percentiles(base.latencies)
+    ours_ms, base_ms = percentiles(ours.latencies), percentiles(base.latencies)
     report.update({f"{k}_ms": v for k, v in ours_ms.items()})
     report.update({f"baseline_{k}_ms": v for k, v in base_ms.items()})
     report["added_p99_ms"] = ours_ms["p99"] - base_ms["p99"]
-    report["p99_by_second_ms"] = lat.p99_by_second(ours.latencies, ours.offsets)
+    report["p99_by_second_ms"] = p99_by_second(ours.latencies, ours.offsets)
     return report
 
 

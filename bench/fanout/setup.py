@@ -6,6 +6,7 @@ import argparse
 import os
 import resource
 import secrets
+import sys
 import time
 import uuid
 from collections.abc import Sequence
@@ -14,10 +15,10 @@ from typing import Final
 
 from redis.asyncio import Redis
 
-from bench import fanout_wire as wire
-from bench.e2e_procs import WorkerPool, machine_busy_s
-from bench.e2e_redis import server_usage
-from bench.fanout_procs import Child, reader
+from bench.common.children import Child
+from bench.common.procs import WorkerPool, machine_busy_s
+from bench.common.redis_ops import server_usage
+from bench.fanout import wire
 from terminus.service.gateway.tokens import SECRET_VAR, mint
 from terminus.service.keys import keys_for_session
 from terminus.service.redis.embedded import free_port
@@ -54,7 +55,7 @@ class Setup:
         base = wire.BaselineConfig(
             url=self.url, streams=self.streams, result_path=result_path(work, "baseline")
         )
-        children = [reader("bench.fanout_baseline", "baseline", base, work)]
+        children = [reader("bench.fanout.baseline", "baseline", base, work)]
         expires = int(time.time()) + 3600 + int(args.seconds)
         for c in range(args.clients):
             sessions = [j % args.sessions for j in range(c, args.subscribers, args.clients)]
@@ -65,11 +66,21 @@ class Setup:
             ]
             name = f"client{c}"
             config = wire.ClientConfig(
-                host=HOST, port=self.port, sessions=sessions, paths=paths,
+                host=HOST,
+                port=self.port,
+                sessions=sessions,
+                paths=paths,
                 result_path=result_path(work, name),
-            )  # fmt: skip
-            children.append(reader("bench.fanout_client", name, config, work))
+            )
+            children.append(reader("bench.fanout.client", name, config, work))
         return children
+
+
+def reader(module: str, name: str, config: object, work: Path) -> Child:
+    """A reader process of `module`, its config written to a file in `work`."""
+    path = work / f"{name}.config"
+    wire.write(path, config)
+    return Child(name, [sys.executable, "-m", module, str(path)], os.environ, work / f"{name}.log")
 
 
 def result_path(work: Path, name: str) -> str:

@@ -1,5 +1,5 @@
-"""The raw Redis reader of the fan-out benchmark (`python -m bench.fanout_baseline CONFIG`;
-protocol in `bench.fanout_wire`).
+"""The raw Redis reader of the fan-out benchmark (`python -m bench.fanout.baseline CONFIG`;
+protocol in `bench.fanout.wire`).
 
 One `XREAD BLOCK` loop over every session stream from its start, the same shape of read as the
 gateway's hub, with nothing after it (and synchronous: redis-py's blocking client costs less
@@ -19,7 +19,7 @@ from typing import Any, Final, cast
 
 from redis import Redis
 
-from bench import fanout_wire as wire
+from bench.fanout import wire
 from terminus.service.redis.replies import StreamReply
 
 FIELD: Final = b"e"

@@ -1,9 +1,9 @@
 """Workloads of the end-to-end benchmark, sized in events, and the latency markers they carry.
 
-The events are those of `bench.workload` (many interleaved turns, ~100 text deltas per attempt,
-10% truncated and retried, 8% with a tool call). For the latency run every delta also carries a
-marker `~n~`, n its index in the list: the marker survives into the session frame the delta
-becomes, so a reader can match each frame to the moment its event was published.
+The events are those of `bench.common.workload` (many interleaved turns, ~100 text deltas per
+attempt, 10% truncated and retried, 8% with a tool call). For the latency run every delta also
+carries a marker `~n~`, n its index in the list: the marker survives into the session frame the
+delta becomes, so a reader can match each frame to the moment its event was published.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from typing import Final
 
 import msgspec
 
-from bench.workload import generate
+from bench.common.workload import generate
 from terminus.events.inbound import InboundEvent, ReasoningDelta, TextDelta
 from terminus.statemachines.config import DEFAULT_CONFIG
 from terminus.statemachines.fold import evolve
 from terminus.statemachines.outputs import Outputs
 from terminus.statemachines.turn import Turn
 
-EVENTS_PER_TURN_BESIDES_DELTAS: Final = 25  # bench.workload: about 25 + `deltas` per turn
+EVENTS_PER_TURN_BESIDES_DELTAS: Final = 25  # bench.common.workload: about 25 + `deltas` per turn
 MARKER: Final = re.compile(rb"~(\d+)~")
 
 

@@ -24,15 +24,15 @@ from typing import Any, Final, TypeVar
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from bench.soak_faultkit import expect
-from bench.soak_log import LogReader, Position, raise_if_cancelled
-from bench.soak_reads import read_streams
-from bench.soak_series import Series
+from bench.soak.log import LogReader, Position, raise_if_cancelled
+from bench.soak.reads import read_streams
+from bench.soak.series import Series
 from terminus.events.codec import encode_event
 from terminus.events.inbound import InboundEvent
 from terminus.service.keys import FIELD, keys_for_session
 from terminus.service.redis.replies import StreamReply
 from terminus.service.settings import Settings
+from tests.support.faults import expect
 
 TURN_ENDS: Final = (b'{"sessionUpdate":"turn_finished"', b'{"sessionUpdate":"agent_error"')
 READ_COUNT: Final = 1000

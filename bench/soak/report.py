@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from bench.soak_series import Series, percentile
+from bench.soak.series import Series, percentile
 from terminus.service.settings import Settings
 
 
@@ -29,7 +29,7 @@ class Outcome:
     replay: dict[str, Any]
     memory: dict[str, Any]
     workers: dict[str, Any]
-    gateway: dict[str, Any]  # the garbage client's and the followers' counts (soak_gateway)
+    gateway: dict[str, Any]  # the garbage client's and the followers' counts (gateway.py)
     gateway_failures: list[str]
 
 
@@ -120,7 +120,7 @@ def build(out: Outcome, series: Series) -> dict[str, Any]:
 
 
 def write_series(path: Path, report: dict[str, Any]) -> None:
-    """The report, with its series, as one JSON file for `bench.soak_plot`."""
+    """The report, with its series, as one JSON file for `bench.soak.plot`."""
     path.write_bytes(msgspec.json.encode(report))
 
 

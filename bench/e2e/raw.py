@@ -16,7 +16,7 @@ from typing import Any, Final, cast
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from bench.e2e_redis import ServerUsage, server_usage, xadd_all
+from bench.common.redis_ops import ServerUsage, server_usage, xadd_all
 from terminus.service.keys import GROUP
 from terminus.service.redis.replies import StreamReply
 

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
-from bench.workload import delta_workload, encode, generate
+from bench.common.workload import delta_workload, encode, generate
 from terminus.events.codec import decode_event
 from terminus.events.inbound import InboundEvent, TextDelta
 from terminus.statemachines.config import DEFAULT_CONFIG, CoreConfig

@@ -3,7 +3,7 @@ session a few turns of a realistic mix, streamed in chunks as a provider would s
 
 Shapes of a turn: a plain answer; a stream cut by EOF and retried; a tool step followed by a
 second step; a 429 rate limit (with `retry-after`) retried after the wait; a 401 that fails the
-turn. The attempts come from bench/workload.py; publishing goes through the fault tests'
+turn. The attempts come from bench/common/workload.py; publishing goes through the fault tests'
 `RecordingProducer`, which retries a publish cut by a Redis restart. Every chunk is folded in
 process as soon as Redis acknowledges it (`Watch.published`), for the checker and the latency.
 """
@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from bench.soak_check import FrameReader, Watch
-from bench.soak_faultkit import load
-from bench.soak_series import Series
-from bench.workload import BASE_TS_MS, PROVIDERS, Attempt, Provider, attempt_events, plan_of
+from bench.common.workload import BASE_TS_MS, PROVIDERS, Attempt, Provider, attempt_events, plan_of
+from bench.soak.check import FrameReader, Watch
+from bench.soak.series import Series
 from terminus.events.inbound import AttemptStarted, InboundEvent, StreamError, TurnStarted
+from tests.support.faults.load import RecordingProducer
 
 Plan = list[tuple[tuple[int, int], str]]
 RATE_LIMIT_WAIT_S: Final = 1.0
@@ -79,7 +79,7 @@ class Load:
 
     def __init__(
         self,
-        producer: load.RecordingProducer,
+        producer: RecordingProducer,
         reader: FrameReader,
         series: Series,
         shape: LoadShape,

@@ -26,12 +26,12 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import RedisError
 
-from bench.soak_faultkit import harness, malformed
-from bench.soak_log import raise_if_cancelled
-from bench.soak_series import MemorySample, Series
+from bench.soak.log import raise_if_cancelled
+from bench.soak.series import MemorySample, Series
 from terminus.service.keys import Keys
 from terminus.service.redis.connect import is_cluster
 from terminus.service.settings import Settings
+from tests.support.faults import harness, malformed
 
 Source = tuple[str, str]
 SAMPLES: Final = 5
@@ -183,10 +183,10 @@ async def replay_report(env: dict[str, str]) -> dict[str, Any]:
     Redis direct), so that it reads whatever the CLI reads (the archive too, once retention
     exists) and judges as the CLI judges: exit 0 means identical."""
     start = time.perf_counter()
+    pipe = asyncio.subprocess.PIPE
     process = await asyncio.create_subprocess_exec(
-        *REPLAY, env=env, cwd=harness.REPO,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        *REPLAY, env=env, cwd=harness.REPO, stdout=pipe, stderr=pipe
+    )
     out, err = await process.communicate()
     text = out.decode(errors="replace")
     entries, different = REPLAYED.search(text), DIFFERENT.search(text)

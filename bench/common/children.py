@@ -1,9 +1,10 @@
-"""The child processes of the fan-out benchmark, besides the worker: the gateway and the readers.
+"""Child processes of the benchmarks besides the workers: the gateway (the fan-out's and the
+soak's) and the fan-out's readers.
 
-Each child leads its own process group (as the workers of `bench.e2e_procs` do) and `stop`
+Each child leads its own process group (as the workers of `bench.common.procs` do) and `stop`
 sends SIGTERM to the group, then SIGKILL after a grace period. The gateway is
-`python -m terminus gateway` (uvicorn, one hub); readers (`bench.fanout_client`,
-`bench.fanout_baseline`) talk the line protocol of `bench.fanout_wire` on stdin and stdout.
+`python -m terminus gateway` (uvicorn, one hub); readers (`bench.fanout.client`,
+`bench.fanout.baseline`) talk the line protocol of `bench.fanout.wire` on stdin and stdout.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from bench import fanout_wire as wire
-from bench.e2e_procs import LOG_TAIL_CHARS, STOP_GRACE_S, WorkerDied, process_cpu_seconds
+from bench.common.procs import LOG_TAIL_CHARS, STOP_GRACE_S, WorkerDied, process_cpu_seconds
 
 HEALTH_TIMEOUT_S: Final = 30.0
 
@@ -96,13 +96,6 @@ class Child:
 def gateway(env: Mapping[str, str], host: str, port: int, log: Path) -> Child:
     command = [sys.executable, "-m", "terminus", "gateway", "--http", f"{host}:{port}"]
     return Child("gateway", command, env, log)
-
-
-def reader(module: str, name: str, config: object, work: Path) -> Child:
-    """A reader process of `module`, its config written to a file in `work`."""
-    path = work / f"{name}.config"
-    wire.write(path, config)
-    return Child(name, [sys.executable, "-m", module, str(path)], os.environ, work / f"{name}.log")
 
 
 async def wait_healthy(host: str, port: int, child: Child) -> None:

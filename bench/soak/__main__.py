@@ -9,11 +9,11 @@ cursors and tokens to a gateway throughout; then it verifies what must hold.
 Checks: 0 frames lost, duplicated, unexpected or out of order in any session (read live as a
 subscriber reads them, compared with the in-process fold of what was published); `replay
 --verify` clean; every malformed entry dead-lettered with its reason and bytes, and no other
-dead letter; Redis memory bounded (bench/soak_verify.py defines it); no worker crashed; every
+dead letter; Redis memory bounded (bench/soak/verify.py defines it); no worker crashed; every
 garbage request refused with a 4xx and the gateway's followers served. Exits 1 when a check
 fails. Not part of the test suite: docs/reliability.md has the method and results.
-Parts: soak_rig (Redis, proxy, workers), soak_load, soak_chaos, soak_gateway, soak_check (frames),
-soak_verify (the rest), soak_series and soak_report; bench/soak_plot.py draws the figure.
+Parts (bench/soak/): rig (Redis, proxy, workers), load, chaos, gateway, check (frames), verify
+(the rest), series and report; `python -m bench.soak.plot` draws the figure.
 """
 
 from __future__ import annotations
@@ -33,23 +33,23 @@ from typing import Any, Final
 import msgspec
 from redis.asyncio import Redis
 
-from bench.e2e_procs import raise_on_sigterm
-from bench.soak_chaos import CLUSTER_KINDS, KINDS, Chaos
-from bench.soak_check import FrameReader
-from bench.soak_faultkit import harness, load
-from bench.soak_gateway import GatewayAbuse
-from bench.soak_load import Load, LoadShape
-from bench.soak_log import LogReader
-from bench.soak_report import Outcome, build, summary, write_series
-from bench.soak_rig import Rig, RigConfig
-from bench.soak_series import Series
-from bench.soak_verify import (
+from bench.common.procs import raise_on_sigterm
+from bench.soak.chaos import CLUSTER_KINDS, KINDS, Chaos
+from bench.soak.check import FrameReader
+from bench.soak.gateway import GatewayAbuse
+from bench.soak.load import Load, LoadShape
+from bench.soak.log import LogReader
+from bench.soak.report import Outcome, build, summary, write_series
+from bench.soak.rig import Rig, RigConfig
+from bench.soak.series import Series
+from bench.soak.verify import (
     dead_letter_report,
     memory_by_kind,
     memory_report,
     replay_report,
     sample_memory,
 )
+from tests.support.faults import harness, load
 
 PROGRESS_S: Final = 10.0
 
@@ -65,9 +65,11 @@ class Run:
         self.reader = FrameReader(redis, rig.settings, self.series, self.log, args.grace)
         producer = load.RecordingProducer(redis, rig.settings, deadline_s=120)
         shape = LoadShape(
-            sessions=args.sessions, turns_per_session=args.turns, deltas=args.deltas,
+            sessions=args.sessions,
+            turns_per_session=args.turns,
+            deltas=args.deltas,
             chunk_ms=args.chunk_ms,
-        )  # fmt: skip
+        )
         self.load = Load(producer, self.reader, self.series, shape, args.seed)
         self.chaos = Chaos(
             rig, redis, self.load, self.series, args.fault_every, args.seed + 1, args.faults
@@ -175,11 +177,9 @@ class Run:
 
 def config_of(args: argparse.Namespace, rig: Rig) -> dict[str, Any]:
     """The run's settings, as the report records them."""
-    names = (
-        "duration", "sessions", "turns", "deltas", "chunk_ms", "fault_every", "faults", "seed",
-        "cluster",
-    )  # fmt: skip
-    return {name: getattr(args, name) for name in names} | {
+    shape = ("duration", "sessions", "turns", "deltas", "chunk_ms")
+    chaos = ("fault_every", "faults", "seed", "cluster")
+    return {name: getattr(args, name) for name in shape + chaos} | {
         "workers": rig.config.workers,
         "partitions": rig.config.partitions,
         "lease_ttl_ms": rig.config.lease_ttl_ms,
@@ -191,9 +191,13 @@ def config_of(args: argparse.Namespace, rig: Rig) -> dict[str, Any]:
 async def soak(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """Start the rig in `tmp`, run the soak, stop everything; returns the report."""
     config = RigConfig(
-        workers=args.workers, partitions=args.partitions, lease_ttl_ms=args.lease_ttl_ms,
-        retain_ms=args.retain_ms, archive_dir=args.archive_dir, cluster=args.cluster,
-    )  # fmt: skip
+        workers=args.workers,
+        partitions=args.partitions,
+        lease_ttl_ms=args.lease_ttl_ms,
+        retain_ms=args.retain_ms,
+        archive_dir=args.archive_dir,
+        cluster=args.cluster,
+    )
     async with Rig(tmp, config) as rig:
         redis = rig.client()
         try:

@@ -23,11 +23,11 @@ from typing import Any, Final, Self
 import msgspec
 from redis.asyncio import Redis
 
-from bench.soak_faultkit import harness
 from terminus.service.redis.cluster import LocalCluster
 from terminus.service.redis.connect import connect
 from terminus.service.redis.embedded import EmbeddedRedis
 from terminus.service.settings import Settings
+from tests.support.faults import harness
 
 SUPERVISE_S: Final = 0.5
 LOG_TAIL: Final = 1500
@@ -108,11 +108,11 @@ class Rig:
         }
 
     async def _start_proxy(self) -> int:
+        command = [sys.executable, "-m", "bench.soak.proxy", str(self.server.port)]
+        pipe = asyncio.subprocess.PIPE
         self._proxy = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.soak_proxy", str(self.server.port),
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )  # fmt: skip
+            *command, stdin=pipe, stdout=pipe, start_new_session=True
+        )
         assert self._proxy.stdout is not None
         line = await asyncio.wait_for(self._proxy.stdout.readline(), 30)
         return int(line)

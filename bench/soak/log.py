@@ -14,7 +14,7 @@ from typing import Final
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from bench.soak_reads import read_streams
+from bench.soak.reads import read_streams
 from terminus.events.codec import CodecError, decode_event, sniff_format
 from terminus.service.keys import FIELD, Keys
 from terminus.service.settings import Settings

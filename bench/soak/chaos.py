@@ -23,13 +23,13 @@ from typing import Any, Final, cast
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from bench.soak_faultkit import harness, malformed
-from bench.soak_load import Load
-from bench.soak_rig import Rig
-from bench.soak_series import Fault, Series
+from bench.soak.load import Load
+from bench.soak.rig import Rig
+from bench.soak.series import Fault, Series
 from terminus.service.keys import Keys
 from terminus.service.redis.cluster import ClusterNode, LocalCluster
 from terminus.service.redis.embedded import EmbeddedRedisError
+from tests.support.faults import harness, malformed
 
 KINDS: Final = ("kill_worker", "pause_worker", "restart_redis", "blackhole", "malformed")
 CLUSTER_KINDS: Final = ("kill_worker", "pause_worker", "failover", "malformed")

@@ -34,10 +34,10 @@ from typing import Any, Final
 import msgspec
 from redis.utils import HIREDIS_AVAILABLE
 
-from bench.e2e_phases import Run, drain_phase, latency_phase, raw_phase
-from bench.e2e_procs import WorkerDied, raise_on_sigterm, redis_url
-from bench.e2e_report import table
-from bench.e2e_workload import expected_frames, sized
+from bench.common.procs import WorkerDied, raise_on_sigterm, redis_url
+from bench.e2e.phases import Run, drain_phase, latency_phase, raw_phase
+from bench.e2e.report import table
+from bench.e2e.workload import expected_frames, sized
 from terminus.events.inbound import InboundEvent
 from terminus.service.redis.connect import connect
 

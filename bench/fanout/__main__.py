@@ -6,9 +6,9 @@
 One worker process (`python -m terminus worker`) and one gateway process (`python -m terminus
 gateway`: uvicorn, one hub) run against a private redis-server (AOF everysec) unless
 `--redis-url` names one. `--subscribers` SSE connections, spread evenly over `--sessions`
-sessions (one token each), live in `--clients` client processes (`bench.fanout_client`); a raw
-reader process (`bench.fanout_baseline`) XREADs the same session streams directly. This process
-then publishes streaming turns (`bench.fanout_producer`) at `--rate` events/s for `--seconds`.
+sessions (one token each), live in `--clients` client processes (`bench.fanout.client`); a raw
+reader process (`bench.fanout.baseline`) XREADs the same session streams directly. This process
+then publishes streaming turns (`bench.fanout.producer`) at `--rate` events/s for `--seconds`.
 
 Measured, per text-delta frame published after the warm-up: end to end (publish -> SSE client),
 baseline (publish -> raw reader: the worker and Redis) and added by the gateway (SSE client ->
@@ -32,14 +32,14 @@ from typing import Any, Final, NamedTuple
 import msgspec
 from redis.asyncio import Redis
 
-from bench import fanout_report as rep
-from bench import fanout_wire as wire
-from bench.e2e_procs import WorkerConfig, WorkerDied, WorkerPool, raise_on_sigterm
-from bench.e2e_procs import redis_url as private_redis
-from bench.e2e_redis import delete_prefix, outcome, wait_drained, wait_owned
-from bench.fanout_procs import Child, gateway, wait_healthy
-from bench.fanout_producer import Paced, Turns, paced
-from bench.fanout_setup import HOST, PARTITIONS, Setup, Usage, result_path
+from bench.common.children import Child, gateway, wait_healthy
+from bench.common.procs import WorkerConfig, WorkerDied, WorkerPool, raise_on_sigterm
+from bench.common.procs import redis_url as private_redis
+from bench.common.redis_ops import delete_prefix, outcome, wait_drained, wait_owned
+from bench.fanout import report as rep
+from bench.fanout import wire
+from bench.fanout.producer import Paced, Turns, paced
+from bench.fanout.setup import HOST, PARTITIONS, Setup, Usage, result_path
 from terminus.service.sdk.producer import Producer
 
 RATED_EVENTS_PER_S: Final = 1_500  # docs/fanout-method.md: the rate at which this fan-out holds

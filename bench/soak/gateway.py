@@ -39,12 +39,12 @@ from urllib.parse import quote
 import httpx
 from httpx_sse import SSEError, aconnect_sse
 
-from bench.fanout_procs import gateway, wait_healthy
-from bench.soak_faultkit import harness
+from bench.common.children import gateway, wait_healthy
 from terminus.service.gateway.tokens import SECRET_VAR, mint
 from terminus.service.redis.embedded import free_port
 from terminus.service.sdk.gateway_source import retry_after
 from terminus.service.settings import Settings
+from tests.support.faults import harness
 
 HOST: Final = "127.0.0.1"
 RATE_PER_S: Final = 20.0
@@ -61,9 +61,24 @@ WRONG_SECRET: Final = b"not-the-gateway-secret-0123456789"
 U64: Final = str(2**64 - 1)
 
 BAD_CURSORS: Final = (
-    "abc", "1-2-3", "1" * 24, "9" * 10_000, "+", "-", "$", ">", "1-", "-1", "0x10", " 1-0",
-    "18446744073709551616-0", "1-18446744073709551616", "\uff11-\uff10", "é", "",
-)  # fmt: skip
+    "abc",
+    "1-2-3",
+    "1" * 24,
+    "9" * 10_000,
+    "+",
+    "-",
+    "$",
+    ">",
+    "1-",
+    "-1",
+    "0x10",
+    " 1-0",
+    "18446744073709551616-0",
+    "1-18446744073709551616",
+    "\uff11-\uff10",
+    "é",
+    "",
+)
 GOOD_CURSORS: Final = (None, "0", "0-0", "1-1", U64, f"{U64}-{U64}")  # the last two: far future
 BAD_INTS: Final = ("-1", "abc", "1e3", "²", "\u0663", "", " 1", "9" * 19, "0x10")
 ODD_CHARS: Final = "aZ09-_.:{}*?#% é☃\x00\t\u202e"
@@ -108,12 +123,22 @@ class Catalogue:
     ) -> None:
         self.secret, self.rng, self.sessions = secret, rng, sessions
         self.makers: dict[Callable[[str], Probe], int] = {
-            self.updates_bad_cursor: 6, self.updates_bad_token: 4, self.updates_other: 2,
-            self.updates_open: 2, self.updates_odd_session: 1, self.messages_bad: 3,
-            self.messages_page: 1, self.turn_refused: 2, self.turn_lookup: 1,
-            self.timeline_refused: 1, self.timeline_lookup: 1, self.operator_refused: 2,
-            self.metrics_served: 1, self.healthz: 1, self.with_body: 1,
-        }  # fmt: skip
+            self.updates_bad_cursor: 6,
+            self.updates_bad_token: 4,
+            self.updates_other: 2,
+            self.updates_open: 2,
+            self.updates_odd_session: 1,
+            self.messages_bad: 3,
+            self.messages_page: 1,
+            self.turn_refused: 2,
+            self.turn_lookup: 1,
+            self.timeline_refused: 1,
+            self.timeline_lookup: 1,
+            self.operator_refused: 2,
+            self.metrics_served: 1,
+            self.healthz: 1,
+            self.with_body: 1,
+        }
 
     def draw(self) -> Probe:
         """A probe of a weighted random kind, against a live session if there is one."""
@@ -130,13 +155,18 @@ class Catalogue:
     def bad(self, session: str) -> tuple[Headers, Params]:
         """Credentials that grant nothing (401)."""
         good, now = self.good(session), int(time.time())
-        token = self.rng.choice([
+        tokens = [
             mint(WRONG_SECRET, session, now + TOKEN_TTL_S),  # forged
             mint(self.secret, session, now - self.rng.randrange(1, 10**6)),  # expired
             good[: self.rng.randrange(len(good))],  # truncated
-            good[:-1] + "é", good + "x", "v1.admin.99999999999.AAAA", "v1...", "a" * 10_000,
+            good[:-1] + "é",
+            good + "x",
+            "v1.admin.99999999999.AAAA",
+            "v1...",
+            "a" * 10_000,
             "".join(self.rng.choices(ODD_CHARS, k=self.rng.randrange(1, 40))),
-        ])  # fmt: skip
+        ]
+        token = self.rng.choice(tokens)
         schemes: list[Headers] = [
             {b"authorization": b"Basic " + good.encode()},  # a good token, the wrong scheme
             {b"authorization": b"Bearer" + good.encode()},  # no space: no scheme at all

@@ -1,6 +1,6 @@
 """Publish-to-visible latency under a paced load, measured from one process.
 
-A producer task publishes marked events (`bench.e2e_workload.marked`) at a fixed rate, in the
+A producer task publishes marked events (`bench.e2e.workload.marked`) at a fixed rate, in the
 bursts that are due every millisecond, noting the perf_counter time of each publish call; a
 reader task XREADs (BLOCK) a sample of the session streams, as frontends each read their own
 session, and, for each marker in what arrives, records now minus that time. Through terminus
@@ -20,9 +20,9 @@ from typing import Any, Final, NamedTuple, cast
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 
-from bench.e2e_procs import machine_busy_s
-from bench.e2e_redis import ServerUsage, server_usage
-from bench.e2e_workload import markers
+from bench.common.procs import machine_busy_s
+from bench.common.redis_ops import ServerUsage, server_usage
+from bench.e2e.workload import markers
 from terminus.events.codec import encode_event
 from terminus.events.inbound import InboundEvent, ReasoningDelta, TextDelta
 from terminus.service.keys import FIELD, keys_for_session
@@ -104,14 +104,6 @@ async def read_all(redis: Redis, streams: Sequence[str], probe: Probe, stop: asy
     return None
 
 
-def p99_by_second(latencies: Sequence[float], offsets: Sequence[float]) -> list[float]:
-    """The p99 (ms) of the events sent in each whole second of the run: is the tail steady?"""
-    seconds: dict[int, list[float]] = {}
-    for latency, offset in zip(latencies, offsets, strict=True):
-        seconds.setdefault(int(offset), []).append(latency)
-    return [percentiles(seconds[s])["p99"] for s in sorted(seconds)]
-
-
 class Measured(NamedTuple):
     """Latencies (seconds), how long publishing took, markers never seen, the CPU seconds this
     process used and what Redis did meanwhile."""
@@ -173,15 +165,3 @@ def direct(redis: Redis, partitions: int, prefix: str) -> Publish:
             await pipe.execute()
 
     return publish
-
-
-def percentiles(seconds: Sequence[float]) -> dict[str, float]:
-    """p50, p99, p99.9 and max in milliseconds (nearest rank); NaN when nothing was measured."""
-    ordered = sorted(seconds)
-    if not ordered:
-        return dict.fromkeys(("p50", "p99", "p999", "max"), float("nan"))
-
-    def rank(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-    return {"p50": rank(0.5), "p99": rank(0.99), "p999": rank(0.999), "max": ordered[-1] * 1000}

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any, NamedTuple
 
-from bench.e2e_latency import p99_by_second, percentiles
-from bench.fanout_wire import ReaderResult, Received
+from bench.common.percentiles import p99_by_second, percentiles
+from bench.fanout.wire import ReaderResult, Received
 
 
 class Window(NamedTuple):
@@ -153,12 +153,12 @@ def table(report: Mapping[str, Any]) -> str:
     ):
         cells = [r[f"{key}_{q}_ms"] for q in ("p50", "p99", "p999", "max")]
         lines.append(f"{label:31}" + "".join(f"{c:9.1f}" for c in cells))
-    lines.append(f"target: p99 added <= {r['target_p99_ms']:.0f} ms: "
-                 f"{'met' if r['p99_target_met'] else 'NOT met'}")  # fmt: skip
+    met = "met" if r["p99_target_met"] else "NOT met"
+    lines.append(f"target: p99 added <= {r['target_p99_ms']:.0f} ms: {met}")
     cores = ", ".join(f"{k[10:]} {v:.2f}" for k, v in r.items() if k.startswith("cpu_cores_") and v)
     lines.append(f"CPU cores: {cores}")
-    lines.append(f"gateway {r['gateway_cpu_us_per_frame'] or 0:.1f} µs/frame, "
-                 f"clients {r['clients_cpu_us_per_frame'] or 0:.1f} µs/frame")  # fmt: skip
+    gateway_us, clients_us = r["gateway_cpu_us_per_frame"] or 0, r["clients_cpu_us_per_frame"] or 0
+    lines.append(f"gateway {gateway_us:.1f} µs/frame, clients {clients_us:.1f} µs/frame")
     lines.append(
         f"checks: lost {r['frames_lost']}, duplicates {r['frames_duplicates']}, out of order "
         f"{r['frames_out_of_order']}, unknown {r['frames_unknown']}, subscriber errors "

@@ -2,7 +2,7 @@
 every injected fault marked by kind (a band for the time it lasted, a line for an instant).
 
     pip install -e '.[bench]'     # matplotlib: only this script needs it
-    python -m bench.soak_plot soak-report.json docs/reliability-soak.svg
+    python -m bench.soak.plot soak-report.json docs/reliability-soak.svg
 
 Reads the report `python -m bench.soak --series FILE` writes (or `--json` prints). matplotlib,
 not hand-written SVG: axes, ticks, a log scale, legends and both SVG and PNG output are its job
@@ -111,10 +111,10 @@ def draw(data: dict[str, Any], out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """python -m bench.soak_plot REPORT.json OUT.svg"""
+    """python -m bench.soak.plot REPORT.json OUT.svg"""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        raise SystemExit("usage: python -m bench.soak_plot SERIES.json OUT.svg|OUT.png")
+        raise SystemExit("usage: python -m bench.soak.plot SERIES.json OUT.svg|OUT.png")
     draw(load(Path(args[0])), Path(args[1]))
 
 
