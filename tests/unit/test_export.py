@@ -6,7 +6,7 @@ from typing import Any
 
 from factories import Script, fold
 from hypothesis import given, settings
-from test_properties import GeneratedTurn, final_message, turns
+from turn_generator import GeneratedTurn, final_message, turns
 
 from terminus.events.outbound import PersistedMessage
 from terminus.statemachines.export import to_anthropic, to_openai

@@ -1,4 +1,4 @@
-"""Properties of the fold over generated turns: DESIGN section 8 invariants 1-3 and 6, replay.
+"""Generated turns for the fold's property tests (DESIGN section 8).
 
 The generator walks a small reference model of section 3 while it draws: each attempt gets an
 ending, and the model says whether the step is proven, retried or the turn is over. The
@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-import msgspec
 from factories import (
     AUTH_BODY,
     CONTRACTS,
@@ -19,34 +18,14 @@ from factories import (
     OVERLOADED_BODY,
     STRICT_TERMINAL,
     Script,
-    fold,
-    frames_of,
-    snapshot,
 )
-from hypothesis import given, settings
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from terminus.events.inbound import (
-    EVENT_TYPES,
-    AttemptStarted,
-    FinishReason,
-    InboundEvent,
-    TurnStarted,
-)
-from terminus.events.outbound import (
-    AgentError,
-    MessagePart,
-    PersistedMessage,
-    ReasoningPart,
-    StepFinishPart,
-    StepStartPart,
-    TextPart,
-    ToolPart,
-    TurnFinished,
-)
+from terminus.events.inbound import FinishReason, InboundEvent
+from terminus.events.outbound import PersistedMessage
 from terminus.statemachines.outputs import Outputs
 from terminus.statemachines.states import TurnState
-from terminus.statemachines.turn import Turn
 
 PROPERTY: Final = settings(max_examples=200, deadline=None)
 
@@ -302,202 +281,3 @@ def turns(draw: st.DrawFn) -> GeneratedTurn:
 
 def final_message(out: Outputs) -> PersistedMessage | None:
     return out.messages[-1] if out.messages else None
-
-
-def steps_of(message: PersistedMessage) -> dict[int, list[MessagePart]]:
-    """The content parts of each step; asserts one step-start and one step-finish around each."""
-    steps: dict[int, list[MessagePart]] = {}
-    open_step: int | None = None
-    for part in message.parts:
-        if isinstance(part, StepStartPart):
-            assert open_step is None, message.parts
-            assert part.step not in steps, message.parts
-            open_step, steps[part.step] = part.step, []
-        elif isinstance(part, StepFinishPart):
-            assert part.step == open_step, message.parts
-            open_step = None
-        else:
-            assert open_step is not None, message.parts
-            steps[open_step].append(part)
-    assert open_step is None, message.parts
-    return steps
-
-
-def part_id_of(part: MessagePart) -> str:
-    if isinstance(part, TextPart | ReasoningPart):
-        return part.part_id
-    assert isinstance(part, ToolPart)
-    return part.tool_call_id
-
-
-def outputs_bytes(turn: Turn, out: Outputs) -> bytes:
-    """Every output the shell would commit, plus the turn snapshot, leaving out ignore counters."""
-    produced = msgspec.structs.replace(out, ignored=[])
-    return msgspec.json.encode(produced) + b"\n" + snapshot(turn)
-
-
-@PROPERTY
-@given(turns())
-def test_generated_turns_end_where_the_model_says(turn_spec: GeneratedTurn) -> None:
-    turn, out = fold(turn_spec.events)
-    assert turn.state is turn_spec.state
-    assert not out.ignored or set(out.ignored) <= {"late", "superseded", "duplicate"}
-
-
-@PROPERTY
-@given(turns())
-def test_persisted_messages_keep_invariants_1_to_3(turn_spec: GeneratedTurn) -> None:
-    _, out = fold(turn_spec.events)
-    message = final_message(out)
-    if not turn_spec.proven:
-        assert message is None
-        return
-    assert message is not None
-    steps = steps_of(message)
-    assert sorted(steps) == sorted(turn_spec.proven)
-    finishes = {p.step: p.finish_reason for p in message.parts if isinstance(p, StepFinishPart)}
-    kept = {(a.step, a.attempt) for a in turn_spec.proven.values()}
-    discarded: set[str] = set()
-    for attempt in turn_spec.attempts:
-        if (attempt.step, attempt.attempt) not in kept:
-            discarded |= attempt.part_ids
-    for step, parts in steps.items():
-        proof = turn_spec.proven[step]
-        assert finishes[step] == proof.finish_reason
-        ids = {part_id_of(p) for p in parts}
-        assert ids <= proof.part_ids
-        assert not ids & discarded
-        seen_tool = False
-        for part in parts:
-            if isinstance(part, ToolPart):
-                seen_tool = True
-                assert part.state in ("completed", "error", "incomplete")
-                assert part.state != "completed" or part.output is not None
-            else:
-                assert not seen_tool, f"text after a tool part in step {step}: {parts}"
-
-
-@PROPERTY
-@given(turns())
-def test_each_step_persists_exactly_the_attempt_that_got_proof(turn_spec: GeneratedTurn) -> None:
-    _, out = fold(turn_spec.events)
-    message = final_message(out)
-    steps = steps_of(message) if message is not None else {}
-    for step, proof in turn_spec.proven.items():
-        texts = [
-            ("text" if isinstance(p, TextPart) else "reasoning", p.part_id, p.text)
-            for p in steps[step]
-            if isinstance(p, TextPart | ReasoningPart)
-        ]
-        tools = [(p.tool_call_id, p.state) for p in steps[step] if isinstance(p, ToolPart)]
-        assert texts == proof.texts
-        assert tools == proof.tool_states()
-
-
-@PROPERTY
-@given(turns())
-def test_folding_is_deterministic(turn_spec: GeneratedTurn) -> None:
-    first_turn, first_out = fold(turn_spec.events)
-    again_turn, again_out = fold(list(turn_spec.events))
-    assert msgspec.json.encode(first_out) == msgspec.json.encode(again_out)
-    assert msgspec.json.encode(first_turn) == msgspec.json.encode(again_turn)
-
-
-def any_event(step: int, attempt: int, seq: int) -> st.SearchStrategy[InboundEvent]:
-    """An arbitrary event of any type at the given position, with every other field defaulted."""
-    ids = {
-        "session_id": "sess-1",
-        "turn_id": "turn-1",
-        "step": step,
-        "attempt": attempt,
-        "seq": seq,
-    }
-    raw = {
-        "part_id": "x",
-        "delta": "late",
-        "tool_call_id": "c",
-        "tool_name": "n",
-        "input": {},
-        "output": "o",
-        "error": "e",
-        "finish_reason": "stop",
-        "kind": "message_stop",
-    }
-
-    def build(cls: type[Any]) -> InboundEvent:
-        fields = {k: v for k, v in raw.items() if k in cls.__struct_fields__}
-        event: InboundEvent = msgspec.convert({**ids, **fields}, cls)
-        return event
-
-    return st.sampled_from(EVENT_TYPES).map(build)
-
-
-positions = st.tuples(st.integers(1, 4), st.integers(1, 5), st.integers(0, 60))
-late_events = positions.flatmap(lambda p: any_event(*p))
-
-
-@PROPERTY
-@given(turns(), st.data())
-def test_duplicates_and_events_after_the_end_change_no_output(
-    turn_spec: GeneratedTurn, data: st.DataObject
-) -> None:
-    base_turn, base_out = fold(turn_spec.events)
-    expected, base_ignored = outputs_bytes(base_turn, base_out), len(base_out.ignored)
-    base_counted = sum(base_turn.ignored.values())
-    events = list(turn_spec.events)
-    for _ in range(data.draw(st.integers(1, 8), label="duplicates")):
-        source = data.draw(st.integers(0, len(events) - 1))
-        events.insert(data.draw(st.integers(source + 1, len(events))), events[source])
-    events.extend(data.draw(st.lists(late_events, max_size=6), label="after the end"))
-    turn, out = fold(events)
-    assert outputs_bytes(turn, out) == expected
-    added = len(events) - len(turn_spec.events)
-    assert len(out.ignored) == base_ignored + added
-    assert sum(turn.ignored.values()) == base_counted + added
-
-
-@PROPERTY
-@given(turns())
-def test_failed_turn_emits_one_agent_error_as_its_last_frame(turn_spec: GeneratedTurn) -> None:
-    turn, out = fold(turn_spec.events)
-    errors = frames_of(out, AgentError)
-    if turn.state is TurnState.FAILED:
-        assert len(errors) == 1
-        assert out.frames[-1] is errors[0]
-        assert not frames_of(out, TurnFinished)
-    else:
-        assert not errors
-        assert isinstance(out.frames[-1], TurnFinished)
-
-
-def test_generator_covers_every_ending_and_both_outcomes() -> None:
-    """The strategy is not vacuous: proofs, every failure kind, finished and failed turns."""
-    seen_endings: set[str] = set()
-    seen_states: set[TurnState] = set()
-    retried_then_proven = False
-
-    @settings(max_examples=300, deadline=None, database=None)
-    @given(turns())
-    def collect(turn_spec: GeneratedTurn) -> None:
-        nonlocal retried_then_proven
-        seen_endings.update(a.ending for a in turn_spec.attempts)
-        seen_states.add(turn_spec.state)
-        retried_then_proven |= any(p.attempt > 1 for p in turn_spec.proven.values())
-
-    collect()
-    assert seen_endings == set(ENDINGS)
-    assert seen_states == {TurnState.FINISHED, TurnState.FAILED}
-    assert retried_then_proven
-
-
-def test_turn_started_is_the_first_generated_event() -> None:
-    @settings(max_examples=20, deadline=None, database=None)
-    @given(turns())
-    def check(turn_spec: GeneratedTurn) -> None:
-        first, second = turn_spec.events[:2]
-        assert isinstance(first, TurnStarted)
-        assert first.seq == 0
-        assert isinstance(second, AttemptStarted)
-        assert (second.step, second.attempt, second.seq) == (1, 1, 1)
-
-    check()
