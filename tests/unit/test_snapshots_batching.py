@@ -1,4 +1,5 @@
-"""Turn snapshots as a base plus an appended tail (service/fold/snapshots.py), without Redis.
+"""Turn snapshots as a base plus an appended tail (service/fold/snapshots.py), without Redis,
+whatever the batching.
 
 The property folds generated turns batch by batch, stores every touched turn through a
 `TailLedger` into a dictionary that applies the batch's SET/APPEND/DEL ops as Redis would, and
@@ -14,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
 import msgspec
-import pytest
 from factories import Script
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from snapshot_turns import BASE, CONFIG, encode
 
 from terminus.events.inbound import (
     InboundEvent,
@@ -27,29 +28,21 @@ from terminus.events.inbound import (
     TextStart,
 )
 from terminus.service.fold.commit import Batch
-from terminus.service.fold.snapshots import SnapshotError, Stored, TailLedger, assemble
+from terminus.service.fold.snapshots import Stored, TailLedger, assemble
 from terminus.service.keys import Keys
-from terminus.statemachines.config import CoreConfig
 from terminus.statemachines.errors import CoreError
 from terminus.statemachines.fold import evolve
-from terminus.statemachines.retry_policy import RetryPolicy
-from terminus.statemachines.states import FINAL_STATES, TurnState
+from terminus.statemachines.states import FINAL_STATES
 from terminus.statemachines.turn import Turn
 
 PROPERTY: Final = settings(max_examples=200, deadline=None)
 KEYS: Final = Keys(3, "unit")
-CONFIG: Final = CoreConfig(retry=RetryPolicy(max_attempts=4))
-BASE: Final = msgspec.msgpack.Decoder(Turn)
 
 Ending = Literal["open", "stop", "tool", "closed", "error", "stalled", "cancelled"]
 Action = Literal["commit", "takeover", "failed"]
 # Part ids a tail line must carry intact: digits only, a quote, a backslash, a newline.
 PARTS: Final = (("a", "text"), ("r", "reasoning"), ("7", "text"), ('q"\\\n', "reasoning"))
 DELTAS: Final = st.text(max_size=6)  # any code point: quotes, newlines, U+2028, astral ones
-
-
-def encode(turn: Turn | None) -> bytes:
-    return msgspec.msgpack.encode(turn)
 
 
 class Attempt(msgspec.Struct, frozen=True):
@@ -275,210 +268,3 @@ def test_a_batch_that_replays_a_whole_retried_turn_round_trips() -> None:
         for start in range(0, len(script.events), size):
             plan.batches.append((script.events[start : start + size], "commit"))
         run(plan)
-
-
-# (b) the base leaves the open attempt's text out, and store leaves the turn as it was
-
-
-def streaming(deltas: int, marker: str = "zebra") -> tuple[Turn, list[InboundEvent]]:
-    """A turn with a text part open, and `deltas` more deltas to fold into it."""
-    script = Script()
-    script.emit(TextStart, part_id="a")
-    opened = len(script.events)
-    for n in range(deltas):
-        script.emit(TextDelta, part_id="a", delta=f"{marker}-{n};")
-    turn = fold(script.events[:opened])
-    return turn, script.events[opened:]
-
-
-def fold(events: list[InboundEvent], turn: Turn | None = None) -> Turn:
-    for event in events:
-        turn, _ = evolve(turn, event, CONFIG)
-    assert turn is not None
-    return turn
-
-
-def lines(tail: bytes | None) -> list[list[object]]:
-    assert tail is not None
-    assert tail.endswith(b"\n")
-    return [msgspec.json.decode(line) for line in tail.splitlines()]
-
-
-def test_the_base_stays_the_same_size_while_the_text_grows() -> None:
-    turn, deltas = streaming(300)
-    ledger = TailLedger()
-    sizes: list[int] = []
-    for n, delta in enumerate(deltas):
-        fold([delta], turn)
-        chunks = turn.current.texts["a"].chunks if turn.current else []
-        stored = ledger.store(turn)
-        assert turn.current is not None
-        assert turn.current.texts["a"].chunks is chunks, "the chunk list itself is put back"
-        assert len(chunks) == n + 1
-        assert b"zebra" not in stored.base
-        assert stored.append is (n > 0)
-        header = [[1, 1]] if n == 0 else []
-        assert lines(stored.tail) == [*header, ["a", f"zebra-{n};"]]
-        sizes.append(len(stored.base))
-    assert sum(len(d.delta) for d in deltas if isinstance(d, TextDelta)) > 2_000
-    assert max(sizes) - min(sizes) <= 4  # only last_seq grows, a few bytes at most
-
-
-def test_each_batch_appends_only_the_chunks_new_since_the_last_one() -> None:
-    script = Script()
-    script.emit(TextStart, part_id="a")
-    script.emit(TextDelta, part_id="a", delta="one")
-    first = len(script.events)
-    script.emit(ReasoningDelta, part_id="r", delta="why")
-    script.emit(TextDelta, part_id="a", delta="two")
-    script.emit(TextDelta, part_id="a", delta="three")
-    ledger = TailLedger()
-    turn = fold(script.events[:first])
-    assert lines(ledger.store(turn).tail) == [[1, 1], ["a", "one"]]
-    turn = fold(script.events[first:], turn)
-    stored = ledger.store(turn)
-    assert stored.append
-    assert lines(stored.tail) == [["a", "two"], ["a", "three"], ["r", "why"]]
-    unchanged = ledger.store(turn)
-    assert (unchanged.tail, unchanged.append, unchanged.drop_tail) == (None, True, False)
-
-
-# (c) final turns are stored whole, and the tail goes
-
-
-def test_a_final_turn_is_stored_whole_and_drops_the_tail_it_had() -> None:
-    script = Script()
-    script.text("a", "Hel", "lo")
-    proven = len(script.events)
-    script.prove()
-    ledger = TailLedger()
-    turn = fold(script.events[:proven])
-    assert ledger.store(turn).tail is not None
-    turn = fold(script.events[proven:], turn)
-    assert turn.state is TurnState.FINISHED
-    stored = ledger.store(turn)
-    assert stored == Stored(encode(turn), None, append=False, drop_tail=True)
-    assert turn.current is not None
-    assert BASE.decode(stored.base).current == turn.current  # the text is inside the base
-    assert ledger.store(turn) == Stored(encode(turn)), "the tail is gone already"
-
-
-def test_a_turn_final_within_its_first_batch_has_no_tail_to_drop() -> None:
-    script = Script()
-    script.text("a", "Hi")
-    script.prove()
-    assert TailLedger().store(fold(script.events)) == Stored(encode(fold(script.events)))
-
-
-def test_a_cancelled_turn_drops_its_tail() -> None:
-    script = Script()
-    script.text("a", "Hi")
-    cancelled = len(script.events)
-    script.cancelled()
-    ledger = TailLedger()
-    turn = fold(script.events[:cancelled])
-    assert ledger.store(turn).tail is not None
-    turn = fold(script.events[cancelled:], turn)
-    assert turn.state is TurnState.CANCELLED
-    assert ledger.store(turn) == Stored(encode(turn), drop_tail=True)
-
-
-def test_a_new_attempt_drops_the_old_tail_then_writes_its_own_anew() -> None:
-    script = Script()
-    script.text("a", "cut")
-    script.closed()
-    retried = len(script.events)
-    script.next_attempt()
-    started = len(script.events)
-    script.emit(TextDelta, part_id="b", delta="again")
-    ledger = TailLedger()
-    turn = fold(script.events[:retried])
-    assert turn.state is TurnState.RETRYING
-    assert lines(ledger.store(turn).tail) == [[1, 1], ["a", "cut"]]
-    turn = fold(script.events[retried:started], turn)
-    assert ledger.store(turn) == Stored(encode(turn), drop_tail=True)  # no text yet: whole
-    turn = fold(script.events[started:], turn)
-    stored = ledger.store(turn)
-    assert not stored.append
-    assert lines(stored.tail) == [[1, 2], ["b", "again"]]
-
-
-# (d) a base and a tail that do not fit together
-
-
-def stored_at(events: list[InboundEvent]) -> Stored:
-    return TailLedger().store(fold(events))
-
-
-def test_a_tail_of_another_attempt_is_refused() -> None:
-    script = Script()
-    script.text("a", "first")
-    script.closed()
-    first = len(script.events)
-    script.next_attempt()
-    script.text("a", "second")
-    old, new = stored_at(script.events[:first]), stored_at(script.events)
-    assert TailLedger().load(new.base, new.tail).current is not None
-    with pytest.raises(SnapshotError, match="tail of another attempt"):
-        TailLedger().load(new.base, old.tail)
-
-
-def test_a_tail_naming_an_unknown_part_is_refused() -> None:
-    script = Script()
-    script.text("a", "Hi")
-    stored = stored_at(script.events)
-    assert stored.tail is not None
-    with pytest.raises(SnapshotError, match="unknown part b"):
-        TailLedger().load(stored.base, stored.tail + b'["b","x"]\n')
-
-
-def test_a_tail_without_an_open_attempt_is_refused() -> None:
-    turn = Turn(session_id="s", turn_id="t", max_attempts=3)
-    with pytest.raises(SnapshotError, match="no open attempt"):
-        TailLedger().load(encode(turn), b"[1,1]\n")
-
-
-# (e) whole snapshots written before tails existed
-
-
-def test_a_whole_snapshot_of_an_open_turn_loads_and_gets_a_fresh_tail() -> None:
-    turn, deltas = streaming(3)
-    fold(deltas[:2], turn)
-    whole = encode(turn)  # what older code stored: the chunks inside, no tail
-    ledger = TailLedger()
-    loaded = ledger.load(whole, None)
-    assert encode(loaded) == whole
-    assert assemble({"t": whole, "gone": None}, {}) == {"t": loaded, "gone": None}
-    fold(deltas[2:], loaded)
-    stored = ledger.store(loaded)
-    assert not stored.append, "no tail was ever written: the first one is set, not appended"
-    assert lines(stored.tail) == [[1, 1], *(["a", f"zebra-{n};"] for n in range(3))]
-    assert b"zebra" not in stored.base
-    assert encode(TailLedger().load(stored.base, stored.tail)) == encode(loaded)
-
-
-def test_a_loaded_tail_is_appended_to_not_rewritten() -> None:
-    turn, deltas = streaming(3)
-    fold(deltas[:2], turn)
-    first = TailLedger().store(turn)
-    ledger = TailLedger()  # another owner takes the turn over
-    loaded = ledger.load(first.base, first.tail)
-    fold(deltas[2:], loaded)
-    stored = ledger.store(loaded)
-    assert stored.append
-    assert lines(stored.tail) == [["a", "zebra-2;"]]
-    assert first.tail is not None
-    assert stored.tail is not None
-    assert encode(TailLedger().load(stored.base, first.tail + stored.tail)) == encode(loaded)
-
-
-def test_forgetting_a_turn_makes_its_next_tail_a_fresh_one() -> None:
-    turn, deltas = streaming(2)
-    ledger = TailLedger()
-    fold(deltas[:1], turn)
-    ledger.store(turn)
-    fold(deltas[1:], turn)
-    ledger.forget(turn.turn_id)
-    stored = ledger.store(turn)
-    assert not stored.append
-    assert lines(stored.tail) == [[1, 1], ["a", "zebra-0;"], ["a", "zebra-1;"]]
