@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
+from commit_support import held_lease
 from redis.asyncio import Redis
-from test_commit import held_lease
 
 from terminus.service.fold.commit import Batch, CommitAlreadyApplied, commit_ids, encode
 from terminus.service.keys import GROUP, Keys
