@@ -9,7 +9,7 @@ from faststream.redis import RedisClusterBroker
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from serving import running_worker
-from test_worker import PARTITIONS, answer, crash_reading, keys_of, settings_for, wait_state
+from worker_support import PARTITIONS, answer, crash_reading, keys_of, settings_for, wait_state
 
 from terminus.service.keys import GROUP, Keys
 from terminus.service.redis.cluster import LocalCluster
