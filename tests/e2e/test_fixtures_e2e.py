@@ -37,7 +37,7 @@ from terminus.statemachines.turn import Turn
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 PARTITIONS: Final = 4
 PUBLISHING: Final = 32
-# The provider of each fixture directory, as tests/unit/test_simulate_fixtures.py reads them.
+# The provider of each fixture directory, as tests/unit/simulated_fixtures.py reads them.
 PROVIDER_OF_DIR: Final = {
     "anthropic": "anthropic",
     "gemini": "gemini",
