@@ -48,26 +48,26 @@ TEST_ROOT: Final = "t-"
 # test_redis_acl_doc.py checks that the documented ACL line grants exactly these.
 SERVICE_COMMANDS: Final = (
     # connections: health checks and /healthz; FastStream names its connections
-    "ping", "client|setname",
+    *["ping", "client|setname"],
     # the Lua scripts (service/redis/lua), loaded again after a restart or SCRIPT FLUSH
-    "evalsha", "script|load",
+    *["evalsha", "script|load"],
     # streams: inbound logs, session frames, commands, transitions, dead letters
-    "xadd", "xread", "xreadgroup", "xrange", "xrevrange", "xlen", "xack", "xpending",
-    "xautoclaim", "xtrim", "xgroup|create", "xinfo|groups",
+    *["xadd", "xread", "xreadgroup", "xrange", "xrevrange", "xlen", "xack", "xpending"],
+    *["xautoclaim", "xtrim", "xgroup|create", "xinfo|groups"],
     # strings: snapshots, tails, leases, epochs
-    "get", "mget", "set", "incr", "append", "pexpire", "del", "unlink", "type",
+    *["get", "mget", "set", "incr", "append", "pexpire", "del", "unlink", "type"],
     # hashes: messages, partials, metrics; a worker stores its own metrics and their TTL in one
     # MULTI (service/metrics/worker.py)
-    "hget", "hmget", "hgetall", "hset", "hdel", "hincrby", "multi", "exec",
+    *["hget", "hmget", "hgetall", "hset", "hdel", "hincrby", "multi", "exec"],
     # sorted sets: open turns, workers, archive bookkeeping, message order
-    "zadd", "zrange", "zrangebyscore", "zrevrangebyscore", "zrem", "zremrangebyscore",
+    *["zadd", "zrange", "zrangebyscore", "zrevrangebyscore", "zrem", "zremrangebyscore"],
     # the control channel: rebalance nudges between workers
-    "publish", "subscribe", "unsubscribe",
+    *["publish", "subscribe", "unsubscribe"],
     # the server's clock (stall deadlines, heartbeats, retention) and commits waiting for replicas
-    "time", "wait",
+    *["time", "wait"],
     # `terminus replay`: clearing and listing its target prefix
     "scan",
-)  # fmt: skip
+)
 
 # From Redis 7.2 on, redis-py announces itself on every new connection (CLIENT SETINFO); refused, it
 # goes on, but each refusal is an ACL LOG entry. Older servers reject the rule itself.
@@ -174,15 +174,21 @@ def _ca(directory: Path) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey, 
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, content_commitment=False, key_encipherment=False,
-                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
-                encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
-    )  # fmt: skip
+    )
     return cert, key, _write(directory / "ca.crt", _cert_pem(cert))
 
 

@@ -51,6 +51,14 @@ SECRET: Final = b"inspector-browser-secret-0123456"
 DEADLINE_S: Final = 20.0
 WINDOW: Final = (1280, 960)
 LIVE: Final = "t-live-7f3a"
+CHROMIUM_FLAGS: Final = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    f"--window-size={WINDOW[0]},{WINDOW[1]}",
+)
 T = TypeVar("T")
 
 pytestmark = pytest.mark.skipif(
@@ -136,8 +144,7 @@ async def served(redis: Redis, prefix: str) -> AsyncIterator[Served]:
 async def page() -> AsyncIterator[Page]:
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--hide-scrollbars", f"--window-size={WINDOW[0]},{WINDOW[1]}"):  # fmt: skip
+    for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     service = Service(executable_path=str(CHROMEDRIVER))
@@ -156,8 +163,9 @@ async def page() -> AsyncIterator[Page]:
 
 
 async def attempt(turn: TurnPublisher, n: int, words: list[str]) -> None:
-    await turn.start_attempt(attempt=n, provider="anthropic", model="claude-sonnet-4-5",
-                             contract="ai-sdk")  # fmt: skip
+    await turn.start_attempt(
+        attempt=n, provider="anthropic", model="claude-sonnet-4-5", contract="ai-sdk"
+    )
     await turn.emit(TextStart, part_id=f"text-{n}")
     for word in words:
         await turn.emit(TextDelta, part_id=f"text-{n}", delta=word)
@@ -168,8 +176,8 @@ async def earlier_turns(producer: Producer) -> None:
     done = producer.turn("s-web-1", "t-done-11c2")
     await done.start()
     await attempt(done, 1, ["all ", "fine"])
-    await done.emit(FinishStep, finish_reason="stop", raw_finish_reason="end_turn",
-                    usage=Usage(output_tokens=2))  # fmt: skip
+    usage = Usage(output_tokens=2)
+    await done.emit(FinishStep, finish_reason="stop", raw_finish_reason="end_turn", usage=usage)
     await done.emit(StreamClosed)
     failed = producer.turn("s-web-2", "t-auth-90bd")
     await failed.start()
@@ -220,8 +228,8 @@ async def test_the_page_follows_a_turn_through_truncation_retry_and_finish(
     await asyncio.sleep(1.0)  # the retry's wait: the page holds at retrying
 
     await attempt(live, 2, ["The ", "answer ", "is ", "42."])
-    await live.emit(FinishStep, finish_reason="stop", raw_finish_reason="end_turn",
-                    usage=Usage(input_tokens=812, output_tokens=4))  # fmt: skip
+    usage = Usage(input_tokens=812, output_tokens=4)
+    await live.emit(FinishStep, finish_reason="stop", raw_finish_reason="end_turn", usage=usage)
     await live.emit(StreamClosed)
     await page.shows("#d-state", "finished")
     await page.shows(f'#turns tr[data-turn="{LIVE}"] .st', "finished")
@@ -229,10 +237,10 @@ async def test_the_page_follows_a_turn_through_truncation_retry_and_finish(
     await page.shows("#diagram .sd-state.current", "finished")
     path = "pending → streaming → truncated → retrying → streaming → awaiting_terminal → finished"
     assert (await page.texts("#d-path"))[0].replace("\n", " ") == path
-    assert set(await page.texts("#diagram .sd-edge.taken, #diagram .sd-label.taken")) >= {
-        "truncate", "schedule_retry", "start_attempt", "finish_step", "prove"}  # fmt: skip
-    assert [row.split(" ")[2] for row in await page.texts("#d-attempts tbody tr")] == [
-        "truncated", "finished"]  # fmt: skip
+    taken = {"truncate", "schedule_retry", "start_attempt", "finish_step", "prove"}
+    assert set(await page.texts("#diagram .sd-edge.taken, #diagram .sd-label.taken")) >= taken
+    outcomes = [row.split(" ")[2] for row in await page.texts("#d-attempts tbody tr")]
+    assert outcomes == ["truncated", "finished"]
     assert await page.call(page.console) == []  # no script error, no CSP violation
 
     shot = DOCS_SHOT if os.environ.get("TERMINUS_UPDATE_DOCS") == "1" else tmp_path / "shot.png"

@@ -98,10 +98,15 @@ class Terminus:
 
     async def start(self, *args: str) -> Process:
         with (self.directory / "out").open("wb") as out, (self.directory / "err").open("wb") as err:
+            command = [sys.executable, "-m", "terminus", *args]
             self.process = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "terminus", *args, env=self.env, cwd=self.directory,
-                stdout=out, stderr=err, preexec_fn=_interruptible,
-            )  # fmt: skip
+                *command,
+                env=self.env,
+                cwd=self.directory,
+                stdout=out,
+                stderr=err,
+                preexec_fn=_interruptible,
+            )
         return self.process
 
     def output(self) -> tuple[str, str]:

@@ -33,8 +33,14 @@ async def secured(url: str) -> str:
     """Give the server at `url` a user `app` with a password; its URL for that user."""
     admin = Redis.from_url(url)
     try:
-        await admin.acl_setuser("app", enabled=True, passwords=[f"+{PASSWORD}"],
-                                keys=["*"], channels=["*"], commands=["+@all"])  # fmt: skip
+        await admin.acl_setuser(
+            "app",
+            enabled=True,
+            passwords=[f"+{PASSWORD}"],
+            keys=["*"],
+            channels=["*"],
+            commands=["+@all"],
+        )
         await admin.acl_setuser("default", enabled=False)  # nothing else gets in
     finally:
         await admin.aclose()

@@ -85,8 +85,14 @@ async def publish_tool_turn(producer: Producer, session: str, turn_id: str, paus
 
     await turn.start()
     await turn.start_attempt(provider="p", model="m")
-    tool = ToolCall(session_id=session, turn_id=turn_id, seq=-1, tool_call_id="c1",
-                    tool_name="lookup", input={"q": 1})  # fmt: skip
+    tool = ToolCall(
+        session_id=session,
+        turn_id=turn_id,
+        seq=-1,
+        tool_call_id="c1",
+        tool_name="lookup",
+        input={"q": 1},
+    )
     await send(
         [*text("first", 12), stamp(TextEnd), tool, stamp(FinishStep, finish_reason="tool-calls")]
     )

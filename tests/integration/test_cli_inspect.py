@@ -72,8 +72,8 @@ async def test_the_human_output_tells_the_whole_story_in_order(
     assert re.search(r"^session +s-inspect *$", out, re.MULTILINE)
     assert re.search(r"^usage +in=7 out=3 *$", out, re.MULTILINE)
     changes = [i.detail for i in retried.items if i.kind == "transition"]
-    assert [c["dest"] for c in changes] == ["streaming", "truncated", "retrying", "streaming",
-                                            "awaiting_terminal", "finished"]  # fmt: skip
+    path = ["streaming", "truncated", "retrying", "streaming", "awaiting_terminal", "finished"]
+    assert [c["dest"] for c in changes] == path
     story = [f"{c['source']} -> {c['dest']} ({c['trigger']})" for c in changes]
     timeline_part = out[out.index("timeline") :]
     positions(timeline_part, story)
@@ -81,9 +81,12 @@ async def test_the_human_output_tells_the_whole_story_in_order(
     # with the same millisecond, so frames are not placed between the changes of one commit.
     retry = next(i for i in retried.items if i.kind == "retrying")
     delay = retry.detail["delay_ms"]
-    frames = ["discarded parts a1 (missing_terminal)",
-              f"retry as attempt 2 of {retry.detail['max_attempts']} in {delay} ms",
-              "committed message ", "end: end_turn, usage in=7 out=3"]  # fmt: skip
+    frames = [
+        "discarded parts a1 (missing_terminal)",
+        f"retry as attempt 2 of {retry.detail['max_attempts']} in {delay} ms",
+        "committed message ",
+        "end: end_turn, usage in=7 out=3",
+    ]
     positions(timeline_part, frames)
     assert re.search(r"^ *1\.1 +truncated +missing_terminal", out, re.MULTILINE)
     assert re.search(r"^ *1\.2 +finished +stop", out, re.MULTILINE)

@@ -74,10 +74,20 @@ def rich_message() -> PersistedMessage:
             StepStartPart(step=1),
             ReasoningPart(part_id="r-1", text="think\nfirst"),
             TextPart(part_id="p-1", text="see [bold]this[/bold] :smile:"),
-            ToolPart(tool_call_id="c-1", name="search", input={"q": "x"}, state="completed",
-                     output="found"),
-            ToolPart(tool_call_id="c-2", name="fetch", input=None, state="error",
-                     error="tool result missing"),
+            ToolPart(
+                tool_call_id="c-1",
+                name="search",
+                input={"q": "x"},
+                state="completed",
+                output="found",
+            ),
+            ToolPart(
+                tool_call_id="c-2",
+                name="fetch",
+                input=None,
+                state="error",
+                error="tool result missing",
+            ),
             StepFinishPart(step=1, finish_reason="tool-calls", usage=Usage(input_tokens=5)),
             StepStartPart(step=2),
             TextPart(part_id="p-2", text="x" * 200),
@@ -87,7 +97,7 @@ def rich_message() -> PersistedMessage:
         usage=Usage(input_tokens=5, output_tokens=4, reasoning_tokens=2),
         provider="anthropic",
         model="claude-x",
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.usefixtures("env")

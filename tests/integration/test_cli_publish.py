@@ -45,12 +45,13 @@ def fold(events: list[InboundEvent]) -> tuple[Turn, Outputs]:
     return turn, out
 
 
-SCENARIOS = [
-    ("anthropic", ["http-429-rate-limit-error-recorded-sdk-python.json",
-                   "text-after-429-retries-recorded-sdk-python.sse"]),
-    ("openai-chat", ["synthesized-empty-finish.jsonl",
-                     "text-stop-usage-done-recorded-fantasy.sse"]),
-]  # fmt: skip
+# A turn's transcripts per provider: the first attempt is retried, the second one finishes.
+ANTHROPIC_TURN = [
+    "http-429-rate-limit-error-recorded-sdk-python.json",
+    "text-after-429-retries-recorded-sdk-python.sse",
+]
+OPENAI_CHAT_TURN = ["synthesized-empty-finish.jsonl", "text-stop-usage-done-recorded-fantasy.sse"]
+SCENARIOS = [("anthropic", ANTHROPIC_TURN), ("openai-chat", OPENAI_CHAT_TURN)]
 
 
 @pytest.mark.usefixtures("env")

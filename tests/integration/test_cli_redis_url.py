@@ -24,6 +24,8 @@ from terminus.service.redis import embedded
 from terminus.service.redis.embedded import answers_ping, ensure_redis, free_port
 from terminus.service.settings import Settings
 
+PUBLISH = ["publish", "--provider", "anthropic", "--session", SESSION]
+
 
 @pytest.mark.parametrize(
     "argv",
@@ -32,10 +34,9 @@ from terminus.service.settings import Settings
         ["updates", SESSION, "--follow"],
         ["dlq", "list"],
         ["dlq", "requeue", "--all"],
-        ["publish", "--provider", "anthropic", "--session", SESSION,
-         str(DEMO / "text-recorded-fantasy.sse")],
+        [*PUBLISH, str(DEMO / "text-recorded-fantasy.sse")],
     ],
-)  # fmt: skip
+)
 def test_an_unreachable_redis_is_one_line_and_status_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:

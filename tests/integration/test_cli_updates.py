@@ -104,14 +104,22 @@ def frames_of_every_kind() -> list[SessionUpdate]:
     )
     return [
         AttemptDiscarded(**ids, step=1, attempt=1, part_ids=["p-1"], reason="missing_terminal"),
-        Retrying(**ids, step=1, attempt=2, max_attempts=3, delay_ms=250, reason="rate_limit",
-                 error=error),
-        ToolCallUpdate(**ids, step=1, attempt=2, tool_call_id="c-1", tool_name="search",
-                       status="completed", output="found"),
+        Retrying(
+            **ids, step=1, attempt=2, max_attempts=3, delay_ms=250, reason="rate_limit", error=error
+        ),
+        ToolCallUpdate(
+            **ids,
+            step=1,
+            attempt=2,
+            tool_call_id="c-1",
+            tool_name="search",
+            status="completed",
+            output="found",
+        ),
         MessageCommitted(**ids, message_id="m-1", step=1),
         AgentError(**ids, error=error),
         TurnFinished(**ids, stopReason="end_turn", usage=Usage(output_tokens=3)),
-    ]  # fmt: skip
+    ]
 
 
 @pytest.mark.usefixtures("env")
@@ -126,14 +134,14 @@ def test_updates_text_gives_the_key_fields_of_each_kind_of_frame(
     error = "(rate_limit: slow down retryable status=429 retry_after=2.0s)"
     assert lines(out) == [
         f'{ids[0]} attempt_discarded   turn=t-1 1.1 part_ids=["p-1"] reason="missing_terminal"',
-        f'{ids[1]} retrying            turn=t-1 1.2 max_attempts=3 delay_ms=250 '
+        f"{ids[1]} retrying            turn=t-1 1.2 max_attempts=3 delay_ms=250 "
         f'reason="rate_limit" error={error}',
         f'{ids[2]} tool_call_update    turn=t-1 1.2 tool_call_id="c-1" tool_name="search" '
         f'input=null status="completed" output="found" error=null',
         f'{ids[3]} message_committed   turn=t-1 1 message_id="m-1"',
         f'{ids[4]} agent_error         turn=t-1 error={error} stopReason="error"',
         f'{ids[5]} turn_finished       turn=t-1 stopReason="end_turn" usage=(in=0 out=3)',
-    ]  # fmt: skip
+    ]
     assert main(["updates", SESSION, "--json"]) == 0
     assert lines(capsys.readouterr().out) == [
         encode_json(msgspec.structs.replace(f, cursor=i)).decode()

@@ -99,9 +99,16 @@ def written_keys(keys: Keys) -> list[str]:
     """Every key a full batch writes to."""
     sid = SESSION
     return [
-        keys.session(sid), keys.commands, keys.messages(sid), keys.message_order(sid),
-        keys.partials(sid), keys.turn("t-open"), keys.open_turns, keys.metrics, keys.dead,
-    ]  # fmt: skip
+        keys.session(sid),
+        keys.commands,
+        keys.messages(sid),
+        keys.message_order(sid),
+        keys.partials(sid),
+        keys.turn("t-open"),
+        keys.open_turns,
+        keys.metrics,
+        keys.dead,
+    ]
 
 
 async def value(redis: Redis, key: str, field: str | None = None) -> bytes:

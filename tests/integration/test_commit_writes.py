@@ -90,8 +90,15 @@ async def test_append_to_a_key_of_another_type_writes_nothing(
 def test_a_commit_writes_its_state_changes_before_its_frames() -> None:
     # A script may span a millisecond: frames written first could get ids older than the state
     # changes that caused them, and the timeline would show the consequence first.
-    change = Transition(session_id=SESSION, turn_id="t-1", step=1, attempt=1, source="streaming",
-                        dest="truncated", trigger="truncate")  # fmt: skip
+    change = Transition(
+        session_id=SESSION,
+        turn_id="t-1",
+        step=1,
+        attempt=1,
+        source="streaming",
+        dest="truncated",
+        trigger="truncate",
+    )
     keys = Keys(0, "order")
     batch = Batch()
     batch.add_outputs(Outputs(frames=list(FRAMES), transitions=[change]), keys, MAXLEN)

@@ -56,8 +56,8 @@ BAD_CURSORS = [
     "1-18446744073709551616",
     "0x10",
     " 1-0",
-    "\uff11-\uff10",
-]  # fmt: skip  (the last: fullwidth digits, which str.isdigit takes)
+    "\uff11-\uff10",  # fullwidth digits, which str.isdigit takes
+]
 
 
 async def receive_turn(served: Served, session: str) -> list[str]:

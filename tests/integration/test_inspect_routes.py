@@ -85,8 +85,8 @@ async def test_a_timeline_is_read_by_its_session_or_an_operator_only(served: Ser
     assert body["turn"]["state"] == "finished"
     kinds = [i["kind"] for i in body["items"]]
     assert kinds[-1] == "turn_finished"
-    assert [i["detail"]["dest"] for i in body["items"] if i["kind"] == "transition"] == [
-        "streaming", "awaiting_terminal", "finished"]  # fmt: skip
+    path = [i["detail"]["dest"] for i in body["items"] if i["kind"] == "transition"]
+    assert path == ["streaming", "awaiting_terminal", "finished"]
     assert missing.status_code == 404
 
 

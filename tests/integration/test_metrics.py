@@ -150,10 +150,9 @@ async def worker(redis: Redis, prefix: str) -> AsyncIterator[Worker]:
 async def test_render_metrics_counts_the_workload_exactly(redis: Redis, worker: Worker) -> None:
     settings = worker.settings
     logged = sum([await redis.xlen(Keys(p, settings.prefix).inbound) for p in range(PARTITIONS)])
-    frames = sum(
-        [await redis.xlen(keys_for_session(s, PARTITIONS, settings.prefix).session(s))
-         for s in ("s-retry", "s-fail", "s-ok")]
-    )  # fmt: skip
+    sessions = ("s-retry", "s-fail", "s-ok")
+    streams = [keys_for_session(s, PARTITIONS, settings.prefix).session(s) for s in sessions]
+    frames = sum([await redis.xlen(stream) for stream in streams])
     samples = await scrape(redis, settings)
 
     assert total(samples, "terminus_events_in_total") == logged

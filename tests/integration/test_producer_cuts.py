@@ -42,6 +42,11 @@ def mid_line_cut(raw: bytes) -> bytes:
     return raw[: at + 5]
 
 
+def mid_frame_cut(raw: bytes) -> bytes:
+    """The body cut in half, inside one of its event stream frames."""
+    return raw[: len(raw) // 2]
+
+
 async def updates_until(redis: Redis, prefix: str, session: str, turn_id: str) -> list[Update]:
     source = RedisSource(redis, partitions=PARTITIONS, prefix=prefix)
     seen: list[Update] = []
@@ -71,10 +76,9 @@ async def publish_cut_then_whole(
     [
         pytest.param("anthropic", TEXT, mid_line_cut, True, id="sse-text-mid-line"),
         pytest.param("anthropic", TEXT, mid_line_cut, False, id="sse-bytes-mid-line"),
-        pytest.param("bedrock", BEDROCK, lambda raw: raw[: len(raw) // 2], False,
-                     id="eventstream-mid-frame"),
+        pytest.param("bedrock", BEDROCK, mid_frame_cut, False, id="eventstream-mid-frame"),
     ],
-)  # fmt: skip
+)
 async def test_a_cut_attempt_is_discarded_and_retried_when_the_sdk_closes_it(
     redis: Redis,
     prefix: str,

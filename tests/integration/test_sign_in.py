@@ -103,8 +103,13 @@ async def test_every_answer_says_no_referrer(gateway: httpx.AsyncClient) -> None
 def test_the_access_log_masks_query_tokens(line: str, shown: str) -> None:
     assert redacted_tokens(line) == shown
     record = logging.LogRecord(
-        "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
-        ("127.0.0.1:1", "GET", line, "1.1", 200), None,
-    )  # fmt: skip
+        name="uvicorn.access",
+        level=logging.INFO,
+        pathname=__file__,
+        lineno=1,
+        msg='%s - "%s %s HTTP/%s" %d',
+        args=("127.0.0.1:1", "GET", line, "1.1", 200),
+        exc_info=None,
+    )
     assert RedactTokens().filter(record)
     assert record.getMessage() == f'127.0.0.1:1 - "GET {shown} HTTP/1.1" 200'

@@ -92,15 +92,17 @@ def silent_attempt(turn: str) -> list[InboundEvent]:
     ]
 
 
+TOOL_USE: Final = {"finish_reason": "tool-calls", "raw_finish_reason": "tool_use"}
+
+
 def tool_step(turn: str) -> list[InboundEvent]:
     """A turn whose first step ends, with proof, in a tool call: it then awaits the next step."""
     return [
         event(TurnStarted, 0, turn),
         event(AttemptStarted, 1, turn, provider="p", model="m"),
         event(ToolCall, 2, turn, tool_call_id="c-1", tool_name="search", input={"q": "x"}),
-        event(FinishStep, 3, turn, finish_reason="tool-calls", raw_finish_reason="tool_use",
-              usage=Usage(output_tokens=5)),
-    ]  # fmt: skip
+        event(FinishStep, 3, turn, **TOOL_USE, usage=Usage(output_tokens=5)),
+    ]
 
 
 def keys_of(prefix: str) -> Keys:

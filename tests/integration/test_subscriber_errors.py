@@ -67,8 +67,9 @@ async def test_redis_credentials_and_acl_refusals_raise(
     served: Served, redis_url: str, admin_redis: Redis
 ) -> None:
     user = f"sub-{served.settings.prefix}"
-    await admin_redis.acl_setuser(user, enabled=True, passwords=["+right-password"],
-                                  commands=["+ping"], keys=[])  # fmt: skip
+    await admin_redis.acl_setuser(
+        user, enabled=True, passwords=["+right-password"], commands=["+ping"], keys=[]
+    )
     clients = [
         Redis.from_url(as_user(redis_url, user, "wrong-password")),
         Redis.from_url(as_user(redis_url, user, "right-password")),

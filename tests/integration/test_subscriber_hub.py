@@ -27,8 +27,9 @@ async def test_the_hub_gives_a_late_joiner_its_backlog_before_newer_frames(
     key = keys_for_session("s-9", PARTITIONS, prefix).session("s-9")
 
     async def append(n: int) -> str:
-        frame = AgentMessageChunk(session_id="s-9", turn_id="t-9", step=1, attempt=1,
-                                  part_id="p0", delta=f"{n} ")  # fmt: skip
+        frame = AgentMessageChunk(
+            session_id="s-9", turn_id="t-9", step=1, attempt=1, part_id="p0", delta=f"{n} "
+        )
         return text(await redis.xadd(key, {FIELD: encode_json(frame)}))
 
     cursors = [await append(n) for n in range(5)]

@@ -79,14 +79,14 @@ async def test_a_retried_turn_shows_every_state_change_the_discard_and_the_retry
     assert found is not None
     assert found.complete
     states = [i.detail["dest"] for i in found.items if i.kind == "transition"]
-    assert states == ["streaming", "truncated", "retrying", "streaming", "awaiting_terminal",
-                      "finished"]  # fmt: skip
+    path = ["streaming", "truncated", "retrying", "streaming", "awaiting_terminal", "finished"]
+    assert states == path
     kinds = [i.kind for i in found.items if i.kind != "transition"]
     assert kinds == ["attempt_discarded", "retrying", "message_committed", "turn_finished"]
     story = [i.detail.get("trigger", i.kind) for i in found.items]
-    assert story == ["start_attempt", "truncate", "schedule_retry", "attempt_discarded",
-                     "retrying", "start_attempt", "finish_step", "prove", "message_committed",
-                     "turn_finished"]  # fmt: skip
+    first_attempt = ["start_attempt", "truncate", "schedule_retry", "attempt_discarded", "retrying"]
+    second_attempt = ["start_attempt", "finish_step", "prove", "message_committed", "turn_finished"]
+    assert story == [*first_attempt, *second_attempt]
     discarded = next(i for i in found.items if i.kind == "attempt_discarded")
     assert (discarded.attempt, discarded.detail["part_ids"]) == (1, ["a1"])
     assert found.chunks == {"1.1": 2, "1.2": 3}

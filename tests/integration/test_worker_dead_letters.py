@@ -67,12 +67,12 @@ async def test_bad_entries_are_dead_lettered_and_the_rest_of_the_batch_applies(
     ]
     skipped_ahead = event(TextDelta, 4, "t-gap", part_id="a", delta="ahead")
     regressed = event(TextDelta, 3, "t-gap", part_id="a", delta="behind")
+    stop = {"finish_reason": "stop", "raw_finish_reason": "end_turn"}
     gap_rest: list[InboundEvent] = [
         event(TextDelta, 5, "t-gap", part_id="a", delta="!"),
         event(TextEnd, 6, "t-gap", part_id="a"),
-        event(FinishStep, 7, "t-gap", finish_reason="stop", raw_finish_reason="end_turn",
-              usage=Usage(output_tokens=1)),
-    ]  # fmt: skip
+        event(FinishStep, 7, "t-gap", **stop, usage=Usage(output_tokens=1)),
+    ]
 
     await producer.publish(good[:4])
     undecodable = await add(redis, keys.inbound, {FIELD: b"{not json"})

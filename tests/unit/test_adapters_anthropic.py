@@ -112,9 +112,10 @@ def test_fixture_outcome(name: str) -> None:
 # These SDK fixtures end right after `message_stop`'s data line, without the blank line that
 # dispatches it: by the WHATWG rule that event is lost at EOF, as it is in the SDKs' decoders.
 UNTERMINATED = sorted(
-    name for name, expect in CASES.items() if name.endswith("-sdk-python.sse") and
-    expect.finish and expect.terminal is None
-)  # fmt: skip
+    name
+    for name, expect in CASES.items()
+    if name.endswith("-sdk-python.sse") and expect.finish and expect.terminal is None
+)
 
 
 def test_the_unterminated_fixtures_are_the_four_known() -> None:

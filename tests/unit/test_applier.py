@@ -46,6 +46,9 @@ def event(cls: type[InboundEvent], seq: int, turn: str = "t-1", **fields: Any) -
     return made
 
 
+END_TURN: Final = {"finish_reason": "stop", "raw_finish_reason": "end_turn"}
+
+
 def answer(turn: str = "t-1") -> list[InboundEvent]:
     """A complete one-attempt turn under the ai-sdk contract (a genuine finish is the proof)."""
     return [
@@ -54,9 +57,8 @@ def answer(turn: str = "t-1") -> list[InboundEvent]:
         event(TextStart, 2, turn, part_id="a"),
         event(TextDelta, 3, turn, part_id="a", delta="Hi"),
         event(TextEnd, 4, turn, part_id="a"),
-        event(FinishStep, 5, turn, finish_reason="stop", raw_finish_reason="end_turn",
-              usage=Usage(output_tokens=1)),
-    ]  # fmt: skip
+        event(FinishStep, 5, turn, **END_TURN, usage=Usage(output_tokens=1)),
+    ]
 
 
 def entries(events: list[InboundEvent], first_ms: int = 1_000) -> list[Entry]:
@@ -89,17 +91,16 @@ def dead_letters(batch: Batch) -> list[dict[str, Any]]:
 
 
 GOOD: Final = encode_event(event(TurnStarted, 0))
+NO_E: Final = "entry has no field 'e'"
+FORCED: Final = "delivered 9 times (max 5)"
+TOO_OFTEN: Final = f"delivered {MAX + 1} times (max {MAX})"
 DECODE_CASES: Final[list[tuple[str, Entry, dict[str, str], str | None, bytes]]] = [
     ("deleted while pending", Entry("1-0", None), {}, None, b""),
-    ("no field e", Entry("1-0", {b"x": b"\xff"}), {}, "entry has no field 'e'",
-     b'{"x":"\xc3\xbf"}'),
-    ("forced", Entry("1-0", {FIELD: GOOD}), {"1-0": "delivered 9 times (max 5)"},
-     "delivered 9 times (max 5)", GOOD),
-    ("delivered too often", Entry("1-0", {FIELD: GOOD}, MAX + 1), {},
-     f"delivered {MAX + 1} times (max {MAX})", GOOD),
-    ("no field e beats forced", Entry("1-0", {b"x": b"y"}), {"1-0": "forced"},
-     "entry has no field 'e'", b'{"x":"y"}'),
-]  # fmt: skip
+    ("no field e", Entry("1-0", {b"x": b"\xff"}), {}, NO_E, b'{"x":"\xc3\xbf"}'),
+    ("forced", Entry("1-0", {FIELD: GOOD}), {"1-0": FORCED}, FORCED, GOOD),
+    ("delivered too often", Entry("1-0", {FIELD: GOOD}, MAX + 1), {}, TOO_OFTEN, GOOD),
+    ("no field e beats forced", Entry("1-0", {b"x": b"y"}), {"1-0": "forced"}, NO_E, b'{"x":"y"}'),
+]
 
 
 @pytest.mark.parametrize(
@@ -123,11 +124,13 @@ def test_an_entry_delivered_exactly_max_times_still_decodes() -> None:
     [
         (b"{not json", "malformed json"),
         (b'{"type":"nope","session_id":"s","turn_id":"t","seq":0}', "nope"),
-        (b'{"type":"text-delta","session_id":"s","turn_id":"t","seq":1,"part_id":1,"delta":""}',
-         "$.part_id"),
+        (
+            b'{"type":"text-delta","session_id":"s","turn_id":"t","seq":1,"part_id":1,"delta":""}',
+            "$.part_id",
+        ),
         (b'{"type":"turn-started","session_id":"s","turn_id":"t"}', "seq"),
     ],
-)  # fmt: skip
+)
 def test_undecodable_entries_say_why(raw: bytes, needle: str) -> None:
     [decoded] = decode_entries([Entry("1-0", {FIELD: raw})], MAX)
     assert decoded.event is None

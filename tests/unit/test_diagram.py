@@ -32,8 +32,11 @@ def _value(name: str) -> str:
 
 
 def table_edges() -> set[Triple]:
-    rows = [(src, dest, trig) for trig, srcs, dest in TABLE
-            for src in (srcs if isinstance(srcs, list) else [srcs])]  # fmt: skip
+    rows = [
+        (src, dest, trig)
+        for trig, srcs, dest in TABLE
+        for src in (srcs if isinstance(srcs, list) else [srcs])
+    ]
     return {(str(s), str(d), str(t)) for s, d, t in rows}
 
 
@@ -63,8 +66,11 @@ def test_the_svg_has_every_state_once_and_exactly_the_table_s_edges() -> None:
     states = [g.get("data-state") for g in root.iter(f"{SVG_NS}g") if g.get("class") == "sd-state"]
     assert sorted(s for s in states if s) == sorted(s.value for s in TurnState)
     paths = [p for p in root.iter(f"{SVG_NS}path") if p.get("class") == "sd-edge"]
-    drawn = {(p.get("data-source", ""), p.get("data-dest", ""), t)
-             for p in paths for t in p.get("data-triggers", "").split()}  # fmt: skip
+    drawn = {
+        (p.get("data-source", ""), p.get("data-dest", ""), t)
+        for p in paths
+        for t in p.get("data-triggers", "").split()
+    }
     assert drawn == table_edges()
     assert len(paths) == len(diagram.edges())
 

@@ -165,9 +165,13 @@ def test_error_kinds_are_matched_whatever_the_case() -> None:
 
 
 def test_no_value_means_two_things_across_the_error_tables() -> None:
-    tables = (error_kinds.ANTHROPIC_ERROR_TYPES, error_kinds.OPENAI_ERROR_CODES,
-              error_kinds.TRANSIENT_CODES, error_kinds.GEMINI_STATUSES,
-              error_kinds.BEDROCK_EXCEPTIONS)  # fmt: skip
+    tables = (
+        error_kinds.ANTHROPIC_ERROR_TYPES,
+        error_kinds.OPENAI_ERROR_CODES,
+        error_kinds.TRANSIENT_CODES,
+        error_kinds.GEMINI_STATUSES,
+        error_kinds.BEDROCK_EXCEPTIONS,
+    )
     meanings: dict[str, set[str]] = {}
     for table in tables:
         for key, value in table.items():

@@ -38,8 +38,10 @@ def test_a_release_archived_to_no_stream_id_is_a_dead_letter() -> None:
     """The fold reads `archived_to` as a stream id: anything else must not reach it."""
     good = encode_release(Release(archived_to="17-3"))
     entries = [Entry("1-0", {RELEASE_FIELD: good})]
-    entries += [Entry(f"{n}-0", {RELEASE_FIELD: b'{"archived_to": "%s"}' % bad}) for n, bad in
-                enumerate((b"17", b"x-1", b"1-2-3", b"9" * 19 + b"-0"), start=2)]  # fmt: skip
+    entries += [
+        Entry(f"{n}-0", {RELEASE_FIELD: b'{"archived_to": "%s"}' % bad})
+        for n, bad in enumerate((b"17", b"x-1", b"1-2-3", b"9" * 19 + b"-0"), start=2)
+    ]
     [ok, *bad] = decode_entries(entries, max_deliveries=5)
     assert ok.release == Release(archived_to="17-3")
     assert all(d.release is None for d in bad)

@@ -29,6 +29,7 @@ CHAT_TOOLS = FIXTURES / "openai-chat/tool-calls-usage-done-recorded-fantasy.sse"
 GEMINI_TEXT = FIXTURES / "gemini/multi-chunk-text-recorded-fantasy.sse"
 BEDROCK = FIXTURES / "bedrock/anthropic-invoke-with-response-stream-recorded-fantasy.eventstream"
 CTX = AttemptContext(session_id="s", turn_id="t")
+TOO_MANY_TOKENS = "Too many tokens, please wait before trying again."
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
@@ -163,8 +164,9 @@ def test_1_every_prefix_of_every_stream_closes_without_raising(data: st.DataObje
 
 
 def test_2_gemini_prompt_block_is_a_refusal_on_attempt_one(tmp_path: Path) -> None:
-    body = sse({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"},
-                "usageMetadata": {"promptTokenCount": 8, "totalTokenCount": 8}})  # fmt: skip
+    blocked = {"blockReason": "PROHIBITED_CONTENT"}
+    usage = {"promptTokenCount": 8, "totalTokenCount": 8}
+    body = sse({"promptFeedback": blocked, "usageMetadata": usage})
     outcome = simulate([write(tmp_path, "blocked.sse", body)], provider="gemini")
     assert last(outcome) == ("finished", "finished", "content-filter")
     assert len(outcome.attempts) == 1
@@ -187,11 +189,10 @@ def test_3_chat_tool_calls_with_finish_stop_are_a_tool_calls_step(tmp_path: Path
 
 
 def test_4_chat_finish_reason_error_is_an_in_band_error_never_a_proof(tmp_path: Path) -> None:
-    body = sse(
-        {"choices": [{"index": 0, "delta": {"content": "half an ans"}, "finish_reason": None}]},
-        {"choices": [{"index": 0, "delta": {}, "finish_reason": "error",
-                      "error": {"code": 502, "message": "Provider disconnected"}}]},
-    ) + "data: [DONE]\n\n"  # fmt: skip
+    cut = {"index": 0, "delta": {"content": "half an ans"}, "finish_reason": None}
+    in_band = {"code": 502, "message": "Provider disconnected"}
+    failed = {"index": 0, "delta": {}, "finish_reason": "error", "error": in_band}
+    body = sse({"choices": [cut]}, {"choices": [failed]}) + "data: [DONE]\n\n"
     outcome = simulate([write(tmp_path, "err.sse", body)], provider="openai-chat")
     assert last(outcome) == ("retrying", "failed", "provider_unavailable")
     error = outcome.attempts[-1].error
@@ -225,8 +226,7 @@ def test_4_normalized_finish_error_fails_with_agent_error_and_no_turn_finished(
 @pytest.mark.parametrize(
     ("exception", "status", "message", "expected"),
     [
-        ("throttlingException", 429, "Too many tokens, please wait before trying again.",
-         "rate_limit"),
+        ("throttlingException", 429, TOO_MANY_TOKENS, "rate_limit"),
         ("validationException", 400, "Input is too long for requested model.", "context_overflow"),
         ("validationException", 400, "Malformed input request.", "unknown"),
         ("serviceUnavailableException", 503, "Service unavailable.", "provider_unavailable"),
@@ -234,7 +234,7 @@ def test_4_normalized_finish_error_fails_with_agent_error_and_no_turn_finished(
         ("modelStreamErrorException", 424, "Model stream error.", "provider_unavailable"),
         ("modelTimeoutException", 408, "Model timed out.", "provider_unavailable"),
     ],
-)  # fmt: skip
+)
 def test_5_bedrock_stream_exceptions_classify_as_the_same_http_error(
     exception: str, status: int, message: str, expected: str
 ) -> None:
@@ -263,10 +263,15 @@ def test_5_bedrock_stream_exceptions_classify_as_the_same_http_error(
 
 def test_6_transient_code_decides_over_a_generic_type(tmp_path: Path) -> None:
     # The OpenAI-style in-band error object, as a gateway wraps it in a Chat-style frame.
-    error = {"code": "request_timeout", "type": "invalid_request_error",
-             "message": "stream closed before response.completed"}  # fmt: skip
-    body = sse({"type": "response.created", "response": {"id": "r", "status": "in_progress"}},
-               {"error": error})  # fmt: skip
+    error = {
+        "code": "request_timeout",
+        "type": "invalid_request_error",
+        "message": "stream closed before response.completed",
+    }
+    body = sse(
+        {"type": "response.created", "response": {"id": "r", "status": "in_progress"}},
+        {"error": error},
+    )
     outcome = simulate([write(tmp_path, "timeout.sse", body)], provider="openai-responses")
     assert last(outcome) == ("retrying", "failed", "provider_unavailable")
 
@@ -275,8 +280,9 @@ def test_6_transient_code_decides_over_a_generic_type(tmp_path: Path) -> None:
 
 
 def test_7_an_empty_other_finish_is_truncated_and_retried(tmp_path: Path) -> None:
-    body = sse({"candidates": [{"finishReason": "OTHER", "index": 0}],
-                "usageMetadata": {"promptTokenCount": 12, "totalTokenCount": 12}})  # fmt: skip
+    other = {"finishReason": "OTHER", "index": 0}
+    usage = {"promptTokenCount": 12, "totalTokenCount": 12}
+    body = sse({"candidates": [other], "usageMetadata": usage})
     outcome = simulate([write(tmp_path, "other.sse", body)] * 3, provider="gemini")
     assert [a.reason for a in outcome.attempts] == ["empty_other"] * 3
     assert outcome.state == "failed"
@@ -289,9 +295,10 @@ def test_7_an_empty_other_finish_is_truncated_and_retried(tmp_path: Path) -> Non
 def test_8_a_chat_style_error_frame_inside_a_responses_stream_is_an_in_band_error(
     tmp_path: Path,
 ) -> None:
-    body = sse({"type": "response.created", "response": {"id": "r", "status": "in_progress"}},
-               {"error": {"message": "upstream connect error", "type": "server_error"}},
-    )  # fmt: skip
+    body = sse(
+        {"type": "response.created", "response": {"id": "r", "status": "in_progress"}},
+        {"error": {"message": "upstream connect error", "type": "server_error"}},
+    )
     outcome = simulate([write(tmp_path, "gw.sse", body)], provider="openai-responses")
     assert last(outcome) == ("retrying", "failed", "provider_unavailable")
     assert outcome.attempts[-1].error is not None
@@ -320,20 +327,19 @@ def jsonl(*docs: dict[str, Any]) -> str:
 
 def test_9_a_log_with_its_own_identity_is_folded_as_given(tmp_path: Path) -> None:
     call = {"tool_call_id": "c1", "tool_name": "weather"}
+    first, second = {"step": 1, "attempt": 1}, {"step": 2, "attempt": 1}
+    tool_use = {"finish_reason": "tool-calls", "raw_finish_reason": "tool_use"}
+    end_turn = {"finish_reason": "stop", "raw_finish_reason": "end_turn"}
     log = jsonl(
         {"type": "turn-started", "seq": 0, "max_attempts": 2},
-        {"type": "attempt-started", "step": 1, "attempt": 1, "seq": 1},
-        {"type": "tool-call", "step": 1, "attempt": 1, "seq": 2, **call, "input": {"q": "x"}},
-        {"type": "finish-step", "step": 1, "attempt": 1, "seq": 3, "finish_reason": "tool-calls",
-         "raw_finish_reason": "tool_use", "usage": {"output_tokens": 5}},
-        {"type": "tool-result", "step": 1, "attempt": 1, "seq": 4, "tool_call_id": "c1",
-         "output": "sunny"},
-        {"type": "attempt-started", "step": 2, "attempt": 1, "seq": 0},
-        {"type": "text-delta", "step": 2, "attempt": 1, "seq": 1, "part_id": "t",
-         "delta": "Sunny."},
-        {"type": "finish-step", "step": 2, "attempt": 1, "seq": 2, "finish_reason": "stop",
-         "raw_finish_reason": "end_turn", "usage": {"output_tokens": 2}},
-    )  # fmt: skip
+        {"type": "attempt-started", **first, "seq": 1},
+        {"type": "tool-call", **first, "seq": 2, **call, "input": {"q": "x"}},
+        {"type": "finish-step", **first, "seq": 3, **tool_use, "usage": {"output_tokens": 5}},
+        {"type": "tool-result", **first, "seq": 4, "tool_call_id": "c1", "output": "sunny"},
+        {"type": "attempt-started", **second, "seq": 0},
+        {"type": "text-delta", **second, "seq": 1, "part_id": "t", "delta": "Sunny."},
+        {"type": "finish-step", **second, "seq": 2, **end_turn, "usage": {"output_tokens": 2}},
+    )
     outcome = simulate([write(tmp_path, "log.jsonl", log)])
     assert outcome.state == "finished"
     assert [(a.step, a.attempt, a.finish_reason) for a in outcome.attempts] == [
@@ -344,9 +350,9 @@ def test_9_a_log_with_its_own_identity_is_folded_as_given(tmp_path: Path) -> Non
 
 
 def test_9_a_tool_results_file_between_two_attempt_files(tmp_path: Path) -> None:
-    results = write(tmp_path, "results.jsonl", jsonl(
-        {"type": "tool-result", "tool_call_id": "call_qLFv8oQOs68qRuEVmG8TuEJp", "output": "20C"}
-    ))  # fmt: skip
+    call_id = "call_qLFv8oQOs68qRuEVmG8TuEJp"
+    result = {"type": "tool-result", "tool_call_id": call_id, "output": "20C"}
+    results = write(tmp_path, "results.jsonl", jsonl(result))
     answer = FIXTURES / "openai-chat/text-stop-usage-done-recorded-fantasy.sse"
     outcome = simulate([CHAT_TOOLS, results], provider="openai-chat")
     assert outcome.state == "awaiting_step"

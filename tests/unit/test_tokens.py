@@ -198,8 +198,13 @@ def test_terminus_token_mints_with_the_current_key(tmp_path: Path) -> None:
     env.pop("TERMINUS_TOKEN_SECRET", None)
     done = subprocess.run(
         [sys.executable, "-m", "terminus", "token", "--admin", "--ttl", "60"],
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     token = done.stdout.strip()
     assert token.startswith("v2.k2.admin.")
     ring = Keyring({"k2": b"n" * 20, "k1": b"o" * 20})
