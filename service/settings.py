@@ -37,6 +37,7 @@ from typing import Literal
 import msgspec
 
 from terminus.events.codec import MAX_EVENT_BYTES
+from terminus.service import TerminusError
 from terminus.service.keys import DEFAULT_PREFIX
 from terminus.service.redaction import redacted_url
 from terminus.statemachines.config import CoreConfig
@@ -45,7 +46,7 @@ from terminus.statemachines.retry_policy import RetryPolicy
 MIN_RETAIN_MS = 2_000
 
 
-class SettingsError(ValueError):
+class SettingsError(TerminusError, ValueError):
     """A variable is set to something that cannot be used; the message names it."""
 
 

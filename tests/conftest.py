@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Final, Literal, cast
 
 import pytest
-from backends import Target
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from secure_redis import SecureRedis
@@ -30,6 +29,7 @@ from terminus.service.cli.replay import clear_prefix
 from terminus.service.redis.cluster import LocalCluster
 from terminus.service.redis.connect import connect
 from terminus.service.redis.embedded import EmbeddedRedis, EmbeddedRedisError, Fsync
+from tests.support.backends import Target
 
 StartRedis = Callable[..., EmbeddedRedis]
 FAULT_PREFIX: Final = "fx"  # tests/support/faults/harness.py's

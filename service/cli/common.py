@@ -15,7 +15,9 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from terminus.service import TerminusError
 from terminus.service.redis.connect import client
+from terminus.service.sdk.updates import Interrupted, SubscriberError
 from terminus.service.settings import Settings, SettingsError
 from terminus.service.settings import from_env as settings_from_env
 
@@ -23,7 +25,7 @@ Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Body = Callable[[Redis, Settings, argparse.Namespace], Awaitable[int]]
 
 
-class CommandError(Exception):
+class CommandError(TerminusError):
     """A user-facing failure; `str()` is the one line printed."""
 
 
@@ -33,9 +35,9 @@ def _run(body: Body, args: argparse.Namespace) -> int:
     try:
         settings = settings_from_env(os.environ)
         return asyncio.run(_connected(body, settings, args))
-    except (SettingsError, CommandError) as exc:
+    except (SettingsError, CommandError, SubscriberError) as exc:
         print(f"{name}: {exc}", file=sys.stderr)
-    except (RedisConnectionError, RedisTimeoutError) as exc:
+    except (RedisConnectionError, RedisTimeoutError, Interrupted) as exc:
         print(f"{name}: cannot reach Redis: {_one_line(exc)}", file=sys.stderr)
     except KeyboardInterrupt:
         # Ctrl-C is how `--follow` is meant to end.

@@ -28,6 +28,7 @@ import msgspec
 from terminus.events.adapters import CONTRACTS, AttemptContext
 from terminus.events.inbound import AttemptStarted, InboundEvent, TurnStarted
 from terminus.events.outbound import PartialRecord, PersistedMessage, SessionUpdate
+from terminus.service import TerminusError
 from terminus.service.cli.transcripts import (
     Located,
     TranscriptError,
@@ -60,7 +61,7 @@ class Outcome(msgspec.Struct, kw_only=True):
     unused_files: list[str]
 
 
-class SimulationError(Exception):
+class SimulationError(TerminusError):
     """A file could not be read or turned into a consistent attempt; `str()` is one line."""
 
 

@@ -17,6 +17,7 @@ import msgspec
 from terminus.events.adapters import AdapterError, AttemptContext, http_error_event
 from terminus.events.adapters import make_adapter as _make_adapter
 from terminus.events.inbound import EVENT_TYPES, InboundEvent
+from terminus.service import TerminusError
 from terminus.statemachines.retry_hints import parse_instant_ms
 
 Located = tuple[InboundEvent, int | None]
@@ -25,7 +26,7 @@ EVENT_TAGS = frozenset(str(t.__struct_config__.tag) for t in EVENT_TYPES)
 TOOL_OUTCOME_TAGS = frozenset(("tool-result", "tool-error"))
 
 
-class TranscriptError(Exception):
+class TranscriptError(TerminusError):
     """One line: `FILE[:LINE]: reason`."""
 
 

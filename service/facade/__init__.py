@@ -15,6 +15,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from terminus.service import TerminusError
     from terminus.service.sdk.gateway_source import GatewaySource
     from terminus.service.sdk.live import LivePart, LiveSession, LiveTurn
     from terminus.service.sdk.producer import Producer, TurnPublisher
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     )
 
 _HOMES: Final = {
+    "terminus.service": ("TerminusError",),
     "terminus.service.sdk.gateway_source": ("GatewaySource",),
     "terminus.service.sdk.live": ("LivePart", "LiveSession", "LiveTurn"),
     "terminus.service.sdk.producer": ("Producer", "TurnPublisher"),
@@ -59,6 +61,7 @@ __all__ = [
     "SubscriberError",
     "SubscriptionDenied",
     "SubscriptionRefused",
+    "TerminusError",
     "TurnPublisher",
     "UnreadableFrame",
     "Update",

@@ -32,6 +32,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from terminus.events.codec import encode_json, encode_msgpack
 from terminus.events.outbound import SessionUpdate
+from terminus.service import TerminusError
 from terminus.service.fold.snapshots import Stored
 from terminus.service.keys import FIELD, GROUP, Keys
 from terminus.service.redis.scripts import script
@@ -50,7 +51,7 @@ Value = bytes | str | int
 Op = tuple[str, str, tuple[Value, ...]]  # opcode of commit.lua, key, operands
 
 
-class LeaseLost(Exception):
+class LeaseLost(TerminusError):
     """The partition's lease no longer holds `lease_value`: this worker must stop writing."""
 
     def __init__(self, partition: int, lease_value: str) -> None:

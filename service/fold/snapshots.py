@@ -26,6 +26,7 @@ from typing import Final
 import msgspec
 
 from terminus.events.codec import encode_msgpack
+from terminus.service import TerminusError
 from terminus.statemachines.states import FINAL_STATES
 from terminus.statemachines.turn import AttemptBuf, Turn
 
@@ -34,7 +35,7 @@ _LINE: Final = msgspec.json.Decoder(tuple[str | int, str | int])
 _encode_line = msgspec.json.Encoder().encode
 
 
-class SnapshotError(Exception):
+class SnapshotError(TerminusError):
     """A stored base and tail that do not fit together: a bug, or keys written by hand."""
 
 

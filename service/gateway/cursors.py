@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from terminus.service import TerminusError
+
 _ID: Final = re.compile(r"([0-9]{1,20})(?:-([0-9]{1,20}))?")
 _U64: Final = 2**64 - 1
 
 
-class BadCursor(ValueError):
+class BadCursor(TerminusError, ValueError):
     """Not a stream id Redis would accept; the message says what was wrong."""
 
 

@@ -30,14 +30,15 @@ from typing import Final, NamedTuple, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
-from redis.typing import StreamEntry
 from sse_starlette import ServerSentEvent
 
 from terminus.events.outbound import SessionUpdate
+from terminus.service import TerminusError
 from terminus.service.gateway.cursors import parse_cursor
 from terminus.service.keys import FIELD, START, keys_for_session
 from terminus.service.redis.connect import is_cluster
-from terminus.service.redis.replies import xread
+from terminus.service.redis.replies import StreamEntry, xread
+from terminus.service.sdk.updates import cursor_after
 from terminus.service.sdk.views import frame_of
 
 log = logging.getLogger("terminus.hub")
@@ -56,18 +57,11 @@ class Delivery(NamedTuple):
     sse: bytes
 
 
-class SubscriberTooSlow(Exception):
+class SubscriberTooSlow(TerminusError):
     """The subscriber's queue overflowed; resume from its last cursor."""
 
 
-def _after(a: str, b: str) -> bool:
-    """Whether stream id `a` comes after `b`."""
-    ams, _, aseq = a.partition("-")
-    bms, _, bseq = b.partition("-")
-    return (int(ams), int(aseq or 0)) > (int(bms), int(bseq or 0))
-
-
-class SubscriptionBroken(Exception):
+class SubscriptionBroken(TerminusError):
     """Redis refused to read the subscriber's session stream (e.g. the key holds another type);
     the other subscribers' reads go on without it."""
 
@@ -92,7 +86,11 @@ class _Subscriber:
         if the read began at or before this subscriber's cursor (else it joined behind that read,
         and the frames between its cursor and the read come in the next read, first)."""
         cursor = delivery.frame.cursor or START
-        if self.cut or not _after(cursor, self.cursor) or _after(read_from, self.cursor):
+        if (
+            self.cut
+            or not cursor_after(cursor, self.cursor)
+            or cursor_after(read_from, self.cursor)
+        ):
             return
         try:
             self.queue.put_nowait(delivery)
@@ -138,7 +136,7 @@ class Hub:
         self._subscribers.setdefault(key, set()).add(subscriber)
         self._partition[key] = keys.partition
         position = self._positions.get(key)
-        if position is None or _after(position, subscriber.cursor):
+        if position is None or cursor_after(position, subscriber.cursor):
             self._positions[key] = subscriber.cursor
         self._ensure_running(keys.partition if self.cluster else ALL)
         try:
@@ -209,7 +207,7 @@ class Hub:
             watchers = self._subscribers.get(key)
             if not watchers or not entries:
                 continue
-            deliveries = [_delivery(cast(StreamEntry, entry)) for entry in entries]
+            deliveries = [_delivery(entry) for entry in entries]
             for delivery in deliveries:
                 for subscriber in list(watchers):
                     subscriber.offer(delivery, cursors[key])

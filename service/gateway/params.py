@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from terminus.service import TerminusError
+
 MAX_DIGITS: Final = 18  # far past any offset or limit, far below what costs int() anything
 
 
-class BadParam(ValueError):
+class BadParam(TerminusError, ValueError):
     """The parameter's value is not what it must be; the message names it."""
 
 

@@ -20,11 +20,12 @@ from redis.asyncio import Redis
 
 from terminus.events.codec import encode_json
 from terminus.events.outbound import AgentMessageChunk, AgentThoughtChunk, SessionUpdate
+from terminus.service import TerminusError
 from terminus.service.fold.releases import TOMBSTONE
 from terminus.service.fold.snapshots import TailLedger
 from terminus.service.keys import DEFAULT_PREFIX, FIELD, START, Keys, keys_for_session
 from terminus.service.redis.connect import execute
-from terminus.service.redis.replies import StreamEntry, mget, text
+from terminus.service.redis.replies import StreamEntry, mget, text, xrange
 from terminus.service.sdk.views import frame_of
 from terminus.statemachines.outputs import Transition
 from terminus.statemachines.turn import Turn
@@ -38,7 +39,7 @@ _WHERE: Final = "its events are in the archive (TERMINUS_ARCHIVE_DIR)"
 ARCHIVED: Final = f"turn archived by retention: {_WHERE}"
 
 
-class TurnArchived(LookupError):
+class TurnArchived(TerminusError, LookupError):
     """The turn was released by retention: Redis holds only its tombstone, which names no
     session; its events are in the archive (TERMINUS_ARCHIVE_DIR)."""
 
@@ -137,8 +138,7 @@ async def timeline(
     changes, complete = await _transitions_of(redis, keys.transitions, turn_id)
     # The turn's frames were committed with its transitions, so none is older than its first.
     first = f"{changes[0].at_ms}-0" if complete and changes else "-"
-    entries = await redis.xrange(keys.session(session_id), first, "+")
-    frames = [frame_of(e) for e in entries or []]
+    frames = [frame_of(e) for e in await xrange(redis, keys.session(session_id), first)]
     mine = [f for f in frames if f.turn_id == turn_id]
     items = sorted(
         [*changes, *(_frame_item(f) for f in mine if not isinstance(f, CHUNKS))],

@@ -34,6 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from terminus.service import TerminusError
+
 VERSION: Final = "v2"
 LEGACY: Final = "v1"  # no key id: verified against every accepted key
 ADMIN: Final = "admin"
@@ -47,7 +49,7 @@ DEFAULT_KEY_ID: Final = "default"
 KEY_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
-class TokenError(Exception):
+class TokenError(TerminusError):
     """A token that grants nothing; the message says why (never echoes the token)."""
 
 

@@ -42,7 +42,7 @@ class ClusterNode(EmbeddedRedis):
 
     node_timeout_ms = NODE_TIMEOUT_MS  # silence after which the others fail it over
     # The port the node tells clients to use (CLUSTER SLOTS, MOVED): a proxy's, so that a test
-    # can cut every client connection (tests/faults/proxy.py); its own port when None.
+    # can cut every client connection (tests/support/faults/proxy.py); its own port when None.
     announce_port: int | None = None
 
     def command(self) -> list[str]:

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import redis
 
+from terminus.service import TerminusError
 from terminus.service.settings import Settings
 
 LOCAL_URL: Final = "redis://127.0.0.1:6379/0"
@@ -35,7 +36,7 @@ LOG_FILE: Final = "redis.log"
 Fsync = Literal["everysec", "always"]
 
 
-class EmbeddedRedisError(RuntimeError):
+class EmbeddedRedisError(TerminusError, RuntimeError):
     """No redis-server binary was found, or the server did not start; the message says why."""
 
 

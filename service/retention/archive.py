@@ -27,12 +27,13 @@ import uuid
 from pathlib import Path
 from typing import Final, Protocol
 
+from terminus.service import TerminusError
 from terminus.service.fold.releases import id_key
 
 TMP: Final = ".tmp-"
 
 
-class ArchiveError(Exception):
+class ArchiveError(TerminusError):
     """Root of the archive's errors; `key` names the object."""
 
     def __init__(self, key: str, message: str) -> None:

@@ -7,6 +7,11 @@ it, commit it together with the read of the next one. Reads and commits are fenc
 in their Lua scripts; a lost lease ends the owner. After a connection error the outcome of the
 last commit is unknown, so memory is dropped, a new epoch taken and the owner starts over from
 the drain: what was committed is in the snapshots and acked, what was not is still pending.
+
+An owner's phase (`Phase`) is data, as a turn's state is, and this module alone moves it
+(`MOVES`); the pump asks an owner what it needs next and tells it what happened, and never sets
+its state itself. Stopping is a request on top of the phase: an owner holding a folded batch
+commits it first; any other ends at once.
 """
 
 from __future__ import annotations
@@ -16,11 +21,13 @@ import contextlib
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from enum import Enum
+from typing import Any, Final
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from terminus.service import TerminusError
 from terminus.service.fold.applier import (
     BatchStats,
     Decoded,
@@ -53,6 +60,42 @@ from terminus.service.settings import Settings
 log = logging.getLogger("terminus.partition")
 
 
+class Phase(Enum):
+    START = "start"  # new: the group, then the drain of pending entries, before anything else
+    RESTART = "restart"  # a request broke: a new epoch first, then as START
+    READ = "read"  # the log may hold entries this owner has not read: read next
+    WAIT = "wait"  # caught up: waits, with the pump's other idle owners, for its log to grow
+    COMMIT = "commit"  # holds a folded batch: commit it (with the read of the next) next
+    ENDED = "ended"
+
+
+# (phase, what happened) -> next phase. Anything else is a bug, raised at once (`_move`).
+MOVES: Final[dict[tuple[Phase, str], Phase]] = {
+    (Phase.START, "started"): Phase.READ,
+    (Phase.RESTART, "started"): Phase.READ,
+    (Phase.READ, "read"): Phase.READ,
+    (Phase.READ, "caught_up"): Phase.WAIT,
+    (Phase.READ, "folded"): Phase.COMMIT,
+    (Phase.COMMIT, "read"): Phase.READ,  # committed, and read the next entries
+    (Phase.COMMIT, "caught_up"): Phase.WAIT,  # committed, and nothing new was there
+    (Phase.WAIT, "woken"): Phase.READ,
+    **{(phase, "broke"): Phase.RESTART for phase in Phase if phase is not Phase.ENDED},
+    **{(phase, "ended"): Phase.ENDED for phase in Phase if phase is not Phase.ENDED},
+}
+STARTING: Final = frozenset((Phase.START, Phase.RESTART))
+
+
+class PhaseError(TerminusError, AssertionError):
+    """A move the table does not have: a bug of the pump or the owner."""
+
+
+def moved(phase: Phase, happened: str) -> Phase:
+    try:
+        return MOVES[phase, happened]
+    except KeyError:
+        raise PhaseError(f"{happened!r} cannot happen in phase {phase.value}") from None
+
+
 class PartitionOwner:
     """One partition for `worker_id` while its lease holds `epoch`; stepped by a `Pump`."""
 
@@ -70,34 +113,78 @@ class PartitionOwner:
         self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.settings = settings
         self.keys = Keys(partition, settings.prefix)
-        self.consumer = worker_id
+        self.worker_id = worker_id
         self.epoch = epoch
         self.lease = lease_value(worker_id, epoch)
         self.leases = Leases(redis, settings.prefix)
         timeouts = Timeouts(settings.stall_timeout_ms, settings.tool_timeout_ms)
         self.fold = PartitionFold(self.keys, settings.core(), timeouts, settings.session_maxlen)
         self.stalls = StallTimer(redis, self.keys, self.lease, self.fold, settings)
-        self.batch: Batch | None = None  # folded, not committed yet
+        self.phase = Phase.START
+        self.stopping = False  # asked to stop: commit the batch in hand, then end
+        self.batch: Batch | None = None  # folded, not committed yet (COMMIT, and in the drain)
         self.stats = BatchStats()  # of `batch`
-        self.ready = False  # the log may hold entries this owner has not read
         self.tail = START  # the last entry id seen: a wait for new entries starts after it
-        self.fresh = True  # the group and the drain come first
-        self.uncertain = False  # a connection broke: a new epoch before anything else
-        self.stopping = False
         self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
     def partition(self) -> int:
         return self.keys.partition
 
+    def _move(self, happened: str) -> None:
+        self.phase = moved(self.phase, happened)
+
+    # What the pump asks.
+
+    @property
+    def starting(self) -> bool:
+        """Needs `start()` before anything else."""
+        return self.phase in STARTING and not self.stopping
+
+    @property
+    def busy(self) -> bool:
+        """Has a request to make this round (`step_call`)."""
+        return self.phase is Phase.COMMIT or (self.phase is Phase.READ and not self.stopping)
+
+    @property
+    def idle(self) -> bool:
+        """Waits for its log to grow."""
+        return self.phase is Phase.WAIT and not self.stopping
+
+    @property
+    def finished(self) -> bool:
+        """Ended, or asked to stop with nothing left to commit: the pump lets it go."""
+        return self.phase is Phase.ENDED or (self.stopping and self.phase is not Phase.COMMIT)
+
+    @property
+    def renewing(self) -> bool:
+        """Running on its lease: the worker renews it."""
+        return self.phase not in STARTING and self.phase is not Phase.ENDED and not self.stopping
+
+    @property
+    def stalls_due(self) -> bool:
+        """Its stall scan is due (never while it starts or stops)."""
+        return self.phase not in STARTING and not self.stopping and self.stalls.due_in() <= 0
+
+    # What the pump tells it.
+
     def stop(self) -> None:
         """Commit the batch in hand, then end."""
         self.stopping = True
 
+    def woken(self) -> None:
+        """Its log grew while it waited."""
+        if self.phase is Phase.WAIT:
+            self._move("woken")
+
     def end(self, error: BaseException | None = None) -> None:
-        """The owner is done: stopped (None) or failed (`LeaseLost`, a bug)."""
+        """The owner is done: stopped (None) or failed (`LeaseLost`, a bug); what it folded
+        and did not commit is dropped."""
         if self.ended.done():
             return
+        self.fold.forget()
+        self.batch = None
+        self._move("ended")
         if error is None:
             self.ended.set_result(None)
         else:
@@ -110,29 +197,30 @@ class PartitionOwner:
 
     def lost_connection(self, exc: BaseException) -> None:
         """A request failed on the wire: memory may be ahead of Redis, start over."""
-        if not self.uncertain:
+        if self.phase is Phase.ENDED:
+            return
+        if self.phase is not Phase.RESTART:
             log.warning("partition %s: %r; starting over", self.partition, exc)
         self.fold.forget()
         self.batch = None
-        self.fresh = self.uncertain = True
+        self._move("broke")
 
     async def start(self) -> None:
         """A new epoch if the last connection broke, the consumer group, then the drain."""
-        if self.uncertain:
+        if self.phase is Phase.RESTART:
             await self._refence()
-            self.uncertain = False
         with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
             await self.redis.xgroup_create(self.keys.inbound, GROUP, id=START, mkstream=True)
         await self.drain()
-        self.fresh, self.ready = False, True
+        self._move("started")
 
     async def _refence(self) -> None:
         """A new epoch before starting over: a request still in flight on the broken connection
         carries the old lease value, so if it reaches Redis later it writes and moves nothing."""
-        epoch = await self.leases.rotate(self.partition, self.consumer, self.epoch)
+        epoch = await self.leases.rotate(self.partition, self.worker_id, self.epoch)
         if epoch is None:
             raise LeaseLost(self.partition, self.lease)
-        self.epoch, self.lease = epoch, lease_value(self.consumer, epoch)
+        self.epoch, self.lease = epoch, lease_value(self.worker_id, epoch)
         self.stalls.lease = self.lease
         self.metrics.lease_changed("rotated")
 
@@ -176,8 +264,8 @@ class PartitionOwner:
     async def _commit(self, batch: Batch) -> list[str] | None:
         """Commit `batch` alone; with `commit_wait_replicas`, then WAIT as the pump does."""
         if not self.settings.commit_wait_replicas:
-            return await commit_ids(self.redis, self.keys, self.lease, batch, self.consumer)
-        names, args = encode(batch, self.keys, self.lease, self.consumer, 0)
+            return await commit_ids(self.redis, self.keys, self.lease, batch, self.worker_id)
+        names, args = encode(batch, self.keys, self.lease, self.worker_id, 0)
         [reply], _ = await Wire(self.redis, self.settings).send([("commit", names, args)], {})
         if isinstance(reply, Exception):
             raise reply
@@ -192,13 +280,26 @@ class PartitionOwner:
     def fold_batch(self, decoded: list[Decoded]) -> None:
         """Fold decoded entries (their turns loaded) into the batch to commit next."""
         self.batch, self.stats = self.fold.apply(decoded)
+        if self.phase is Phase.READ:  # in the drain, `process` commits it at once
+            self._move("folded")
+
+    def lacking(self, decoded: list[Decoded]) -> list[str]:
+        """The turns of `decoded` the fold has not loaded: their snapshots must be read first."""
+        return self.fold.missing(decoded)
+
+    def snapshot_keys(self, turn_ids: list[str]) -> list[str]:
+        return self.fold.snapshot_keys(turn_ids)
+
+    def loaded(self, turn_ids: list[str], found: list[bytes | None]) -> None:
+        """The MGET reply of `snapshot_keys(turn_ids)` (raises on an unreadable snapshot)."""
+        self.fold.loaded(turn_ids, found)
 
     def step_call(self) -> Call:
         """The next request: commit the batch in hand and read the next, or only read."""
         count = 0 if self.stopping else self.settings.batch_size
         if self.batch is None:
             return "read", [self.keys.lease, self.keys.inbound], [*self._fence(), count]
-        names, args = encode(self.batch, self.keys, self.lease, self.consumer, count)
+        names, args = encode(self.batch, self.keys, self.lease, self.worker_id, count)
         return "commit", names, args
 
     def stepped(self, reply: Any, seconds: float = 0.0) -> list[Entry]:
@@ -216,7 +317,7 @@ class PartitionOwner:
         ids, payloads, tail = reply
         entries = read_entries(ids, payloads)
         self.tail = entries[-1].id if entries else text(tail) or self.tail
-        self.ready = bool(entries)
+        self._move("read" if entries else "caught_up")
         return entries
 
     def committed(self) -> None:
@@ -226,13 +327,13 @@ class PartitionOwner:
         self._count(self.stats)
 
     def _count(self, stats: BatchStats) -> None:
-        context = {"partition": self.partition, "worker": self.consumer}
+        context = {"partition": self.partition, "worker": self.worker_id}
         for reason in stats.dead_reasons:
             log.warning("partition %s: dead letter: %s", self.partition, reason, extra=context)
-        log_notes(log, stats.notes, self.partition, self.consumer)
+        log_notes(log, stats.notes, self.partition, self.worker_id)
 
     def _fence(self) -> list[Value]:
-        return [self.lease, GROUP, self.consumer]
+        return [self.lease, GROUP, self.worker_id]
 
     async def _call(self, name: str, *args: Value) -> Any:
         keys = [self.keys.lease, self.keys.inbound]

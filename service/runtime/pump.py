@@ -67,7 +67,6 @@ class Pump:
         """End an owner at once, without a last commit: its lease is gone."""
         owner = self.owners.pop(partition, None)
         if owner is not None:
-            owner.fold.forget()
             owner.end()
             self._changed.set()
 
@@ -76,8 +75,8 @@ class Pump:
         owner = self.owners.get(partition)
         if owner is None:
             return
+        idle = owner.idle
         owner.stop()
-        idle = owner.batch is None and not owner.ready and not owner.fresh
         if idle or not self.running:
             # Nothing in hand and no request of it in flight (an idle owner is only watched by
             # the read-only XREAD): end it now rather than wait for that XREAD to return.
@@ -113,13 +112,12 @@ class Pump:
     async def round(self) -> None:
         self._changed.clear()
         for owner in list(self.owners.values()):
-            if owner.done or (owner.stopping and owner.batch is None):
+            if owner.finished:
                 self._end(owner)
         await self._start_fresh()
         await self._tick_stalls()
-        owners = [o for o in self.owners.values() if not o.fresh]
-        busy = [o for o in owners if o.batch is not None or (o.ready and not o.stopping)]
-        idle = [o for o in owners if o.batch is None and not o.ready and not o.stopping]
+        busy = [o for o in self.owners.values() if o.busy]
+        idle = [o for o in self.owners.values() if o.idle]
         if busy:
             await self._step(busy, idle)
         else:
@@ -127,7 +125,7 @@ class Pump:
 
     async def _start_fresh(self) -> None:
         """Take over new owners (and restart broken ones): new epoch, group, drain."""
-        for owner in [o for o in self.owners.values() if o.fresh and not o.stopping]:
+        for owner in [o for o in self.owners.values() if o.starting]:
             try:
                 await owner.start()
             except TRANSIENT as exc:
@@ -137,9 +135,7 @@ class Pump:
                 self._end(owner, exc)
 
     async def _tick_stalls(self) -> None:
-        for owner in list(self.owners.values()):
-            if owner.fresh or owner.stopping or owner.stalls.due_in() > 0:
-                continue
+        for owner in [o for o in self.owners.values() if o.stalls_due]:
             try:
                 await owner.stalls.tick()
             except TRANSIENT as exc:  # appends are fenced and at most once per position
@@ -191,19 +187,18 @@ class Pump:
     async def _fold(self, read: list[tuple[PartitionOwner, list[Entry]]]) -> None:
         """Decode and fold what each owner read, loading the turns they lack in one pipeline."""
         decoded = [(owner, owner.decode(entries)) for owner, entries in read]
-        lacking = [(owner, owner.fold.missing(items), items) for owner, items in decoded]
+        lacking = [(owner, owner.lacking(items), items) for owner, items in decoded]
         loads = [(owner, missing) for owner, missing, _ in lacking if missing]
         if loads:
             try:
-                snapshots = await self.wire.load([o.fold.snapshot_keys(m) for o, m in loads])
+                snapshots = await self.wire.load([o.snapshot_keys(m) for o, m in loads])
             except TRANSIENT as exc:
                 await self._start_over(exc)
                 return
             for (owner, missing), found in zip(loads, snapshots, strict=True):
                 try:
-                    owner.fold.loaded(missing, found)
+                    owner.loaded(missing, found)
                 except Exception as exc:  # an unreadable snapshot: this owner cannot go on
-                    owner.fold.forget()
                     self._end(owner, exc)
         for owner, _, items in lacking:
             if not owner.done:
@@ -213,7 +208,6 @@ class Pump:
         try:
             owner.fold_batch(items)
         except Exception as exc:  # the fold dead-letters what the core rejects: this is a bug
-            owner.fold.forget()
             self._end(owner, exc)
 
     def _wake(self, woken: StreamReply, idle: Sequence[PartitionOwner]) -> None:
@@ -221,7 +215,7 @@ class Pump:
         for stream, _ in woken:
             owner = by_stream.get(stream)
             if owner is not None:
-                owner.ready = True
+                owner.woken()
 
     async def _wait(self, idle: list[PartitionOwner]) -> None:
         """Until an idle partition's log grows, an owner comes or goes, or a stall scan is due."""

@@ -129,7 +129,7 @@ class Worker:
     def _leased(self) -> dict[int, str]:
         """The lease value of each partition whose owner is past its takeover."""
         owners = self.owners.items()
-        return {p: o.lease for p, o in owners if not (o.fresh or o.done or o.stopping)}
+        return {p: o.lease for p, o in owners if o.renewing}
 
     @property
     def _ttl(self) -> int:

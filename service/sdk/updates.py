@@ -12,6 +12,7 @@ import msgspec
 
 from terminus.events.codec import CodecError, decode_frame
 from terminus.events.outbound import SessionUpdate
+from terminus.service import TerminusError
 
 UNDECODABLE: Final = (CodecError, msgspec.MsgspecError, KeyError, UnicodeDecodeError)
 
@@ -32,7 +33,7 @@ class Update(NamedTuple):
         return self.frame.turn_id
 
 
-class SubscriberError(Exception):
+class SubscriberError(TerminusError):
     """Root of the subscriber SDK's errors."""
 
 
@@ -65,7 +66,7 @@ class UnreadableFrame(SubscriberError):
         self.cursor, self.reason = cursor, reason
 
 
-class Interrupted(Exception):
+class Interrupted(TerminusError):
     """Raised by a source when its connection failed in a way worth retrying."""
 
     def __init__(self, reason: str, retry_after_s: float | None = None) -> None:
@@ -80,13 +81,18 @@ class Source(Protocol):
     def read(self, session_id: str, after: str | None) -> AsyncGenerator[Update, None]: ...
 
 
+def frame_at(cursor: str, raw: bytes | str) -> SessionUpdate:
+    """The frame stored as `raw` at stream id `cursor`, with its `cursor` set; raises what the
+    decoder raises. Every reader of a session stream makes its frames here."""
+    return msgspec.structs.replace(decode_frame(raw), cursor=cursor)
+
+
 def decoded(cursor: str, raw: bytes | str) -> Update:
     """The frame stored as `raw` at `cursor`, or `UnreadableFrame`."""
     try:
-        frame = decode_frame(raw)
+        return Update(cursor, frame_at(cursor, raw))
     except UNDECODABLE as exc:
         raise UnreadableFrame(cursor, str(exc)) from exc
-    return Update(cursor, msgspec.structs.replace(frame, cursor=cursor))
 
 
 def cursor_after(a: str, b: str) -> bool:

@@ -12,20 +12,20 @@ streams are capped (MAXLEN ~): a cursor older than the oldest kept frame resumes
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterable, Sequence
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import msgspec
 from redis.asyncio import Redis
-from redis.typing import StreamEntry, StreamRangeResponse
 
-from terminus.events.codec import decode_frame, decode_message
+from terminus.events.codec import decode_message
 from terminus.events.outbound import PersistedMessage, SessionUpdate
-from terminus.service.keys import DEFAULT_PREFIX, FIELD, START, Keys, keys_for_session
+from terminus.service.keys import DEFAULT_PREFIX, FIELD, Keys, keys_for_session
 from terminus.service.redis.connect import execute
-from terminus.service.redis.replies import text
+from terminus.service.redis.replies import StreamEntry, text, xrange
+from terminus.service.sdk.subscriber import RedisSource
+from terminus.service.sdk.updates import frame_at
 
 REQUEUED_FROM: Final = b"requeued_from"
-FOLLOW_BATCH: Final = 512
 
 
 class DeadLetter(msgspec.Struct, frozen=True, kw_only=True):
@@ -52,8 +52,7 @@ async def session_updates(
     first, at most `count`, each with `cursor` set to its stream id."""
     key = keys_for_session(session_id, partitions, prefix).session(session_id)
     low = "-" if after is None else f"({after}"
-    entries = await redis.xrange(key, min=low, max="+", count=count)
-    return [frame_of(entry) for entry in entries or []]
+    return [frame_of(entry) for entry in await xrange(redis, key, low, "+", count)]
 
 
 async def follow_updates(
@@ -67,18 +66,13 @@ async def follow_updates(
 ) -> AsyncGenerator[SessionUpdate, None]:
     """The frames after `after` that exist, then each new one as it is committed; forever.
 
-    One XREAD loop from the last id yielded serves both, so there is no gap between the backlog
-    and the live tail and no frame is yielded twice.
+    The SDK's `RedisSource` read loop, its frames alone: one XREAD loop from the last id yielded
+    serves both, so there is no gap between the backlog and the live tail and no frame is
+    yielded twice. A broken connection ends it with `Interrupted`; `subscribe` resumes instead.
     """
-    key = keys_for_session(session_id, partitions, prefix).session(session_id)
-    last = after or START
-    while True:
-        reply = await redis.xread({key: last}, count=FOLLOW_BATCH, block=block_ms)
-        for _, entries in cast(list[list[Any]], reply or []):
-            for entry in cast(StreamRangeResponse, entries):
-                frame = frame_of(entry)
-                last = frame.cursor or last
-                yield frame
+    source = RedisSource(redis, partitions=partitions, prefix=prefix, block_ms=block_ms)
+    async for update in source.read(session_id, after):
+        yield update.frame
 
 
 async def session_messages(
@@ -110,7 +104,7 @@ async def dead_letters(
     async with redis.pipeline(transaction=False) as pipe:
         for number in chosen:
             pipe.xrange(Keys(number, prefix).dead)
-        replies: list[StreamRangeResponse] = await execute(pipe)
+        replies: list[list[StreamEntry]] = await execute(pipe)
     return [_letter(n, e) for n, entries in zip(chosen, replies, strict=True) for e in entries]
 
 
@@ -131,8 +125,7 @@ async def requeue(redis: Redis, letters: Iterable[DeadLetter]) -> list[str]:
 def frame_of(entry: StreamEntry) -> SessionUpdate:
     """A session stream entry as its frame, `cursor` set to the entry id."""
     entry_id, fields = entry
-    frame = decode_frame((fields or {})[FIELD])
-    return msgspec.structs.replace(frame, cursor=text(entry_id))
+    return frame_at(text(entry_id), (fields or {})[FIELD])
 
 
 def _letter(partition: int, entry: StreamEntry) -> DeadLetter:

@@ -19,7 +19,6 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 from serving import running_worker
-from support.polling import until
 
 from terminus.events.codec import decode_message, decode_partial
 from terminus.service.cli.demo import DEMO_DIR, SCENARIOS
@@ -33,6 +32,7 @@ from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
 from terminus.statemachines.states import FINAL_STATES, TurnState
 from terminus.statemachines.turn import Turn
+from tests.support.polling import until
 
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 PARTITIONS: Final = 4

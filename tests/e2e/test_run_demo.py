@@ -20,9 +20,9 @@ from typing import Final, cast
 
 import pytest
 from redis.asyncio import Redis
-from support.polling import until
 
 from terminus.service.keys import Keys, workers_key
+from tests.support.polling import until
 
 PARTITIONS: Final = 4
 DEADLINE_S: Final = 30.0

@@ -18,11 +18,11 @@ from typing import Final
 
 import httpx
 from redis.asyncio import Redis
-from support.polling import until
 from test_run_demo import Terminus, exited
 
 from terminus.service.gateway.tokens import mint
 from terminus.service.redis.embedded import EmbeddedRedis, free_port
+from tests.support.polling import until
 
 PASSWORD: Final = "pw-" + secrets.token_hex(12)
 SECRET: Final = "secret-" + secrets.token_hex(16)

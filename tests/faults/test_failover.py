@@ -84,8 +84,10 @@ async def test_workers_go_on_after_a_primary_fails_over(tmp_path: Path) -> None:
                     len({i for i, _ in acked} - {i for i, _ in logs.get(session_id, [])})
                     for session_id, acked in producer.published.items()
                 )
-                print(f"failover: {producer.count} entries acknowledged, {lost} of them lost; "
-                      f"{producer.retries} publish retries")  # fmt: skip
+                print(
+                    f"failover: {producer.count} entries acknowledged, {lost} of them lost; "
+                    f"{producer.retries} publish retries"
+                )
                 assert lost < producer.count
         finally:
             await redis.aclose()

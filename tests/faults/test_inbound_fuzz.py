@@ -36,8 +36,11 @@ from tests.support.faults.expect import assert_session, fold_session
 from tests.support.faults.harness import dead_letters, fault_settings, wait_owned, wait_quiet
 from tests.support.faults.load import RecordingProducer, TurnPlan, publish_turn
 
-VALID: Final = [TurnPlan(f"valid-{s}", f"valid-{s}-t{t}", cut=t == 1, deltas=12)
-                for s in range(3) for t in range(2)]  # fmt: skip
+VALID: Final = [
+    TurnPlan(f"valid-{s}", f"valid-{s}-t{t}", cut=t == 1, deltas=12)
+    for s in range(3)
+    for t in range(2)
+]
 PARTITIONS: Final = 4
 
 

@@ -56,10 +56,16 @@ def late_events(plan: TurnPlan) -> list[InboundEvent]:
     """Deltas after the turn's end, from a producer that did not notice it was over."""
     attempt = 2 if plan.cut else 1
     return [
-        TextDelta(session_id=plan.session_id, turn_id=plan.turn_id, attempt=attempt,
-                  seq=500 + n, part_id="late", delta="late")
+        TextDelta(
+            session_id=plan.session_id,
+            turn_id=plan.turn_id,
+            attempt=attempt,
+            seq=500 + n,
+            part_id="late",
+            delta="late",
+        )
         for n in range(LATE)
-    ]  # fmt: skip
+    ]
 
 
 async def valid_session(producer: Producer, turns: list[TurnPlan]) -> None:

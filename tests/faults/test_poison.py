@@ -73,10 +73,16 @@ async def publish_around(
     await producer.publish(
         [
             TextEnd(session_id=sid, turn_id=tid, seq=seq, part_id="p"),
-            FinishStep(session_id=sid, turn_id=tid, seq=seq + 1, usage=usage,
-                       finish_reason="stop", raw_finish_reason="end_turn"),
+            FinishStep(
+                session_id=sid,
+                turn_id=tid,
+                seq=seq + 1,
+                usage=usage,
+                finish_reason="stop",
+                raw_finish_reason="end_turn",
+            ),
         ]
-    )  # fmt: skip
+    )
 
 
 async def message_of(redis: Redis, prefix: str, session: str) -> bytes:

@@ -18,7 +18,6 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 from serving import running_worker, serving
-from support.polling import until
 
 from terminus.events.inbound import (
     AttemptStarted,
@@ -36,6 +35,7 @@ from terminus.service.gateway.tokens import mint
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
+from tests.support.polling import until
 
 PARTITIONS: Final = 4
 SECRET: Final = b"gateway-test-secret-0123456789"

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis
 from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
 from serving import serving
-from support.polling import until
 from test_gateway import (
     SECRET,
     Served,
@@ -40,6 +39,7 @@ from terminus.service.gateway.tokens import mint
 from terminus.service.keys import keys_for_session
 from terminus.service.redis.connect import connect
 from terminus.service.settings import Settings
+from tests.support.polling import until
 
 __all__ = ["served"]  # the fixture, from the gateway's own tests
 

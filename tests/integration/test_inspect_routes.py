@@ -8,7 +8,6 @@ from typing import Final
 
 import httpx
 import test_gateway
-from support.polling import until
 from test_gateway import (
     DEADLINE_S,
     SECRET,
@@ -22,6 +21,7 @@ from terminus.service.gateway.diagram import svg
 from terminus.service.gateway.timeline import ARCHIVED, timeline
 from terminus.service.gateway.tokens import mint
 from terminus.service.keys import keys_for_session
+from tests.support.polling import until
 
 SESSION: Final = "s-insp"
 TURN: Final = "t-insp"

@@ -13,7 +13,6 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 from redis.asyncio import Redis
-from support.polling import until
 
 from terminus.events.inbound import (
     AttemptStarted,
@@ -38,6 +37,7 @@ from terminus.service.runtime.owner import PartitionOwner
 from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.producer import Producer
 from terminus.service.settings import Settings
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

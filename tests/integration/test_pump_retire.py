@@ -30,7 +30,6 @@ from pump_support import (
     words,
 )
 from redis.asyncio import Redis
-from support.polling import until
 
 from terminus.service.fold.commit import LeaseLost
 from terminus.service.keys import Keys, partition_of, workers_key
@@ -40,6 +39,7 @@ from terminus.service.runtime.pump import Pump
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.views import dead_letters, session_updates
 from terminus.statemachines.states import TurnState
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

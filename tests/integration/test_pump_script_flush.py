@@ -21,7 +21,6 @@ from pump_support import (
     words,
 )
 from redis.asyncio import Redis
-from support.polling import until
 
 from terminus.service.keys import Keys, partition_of
 from terminus.service.runtime.pump import Pump
@@ -29,6 +28,7 @@ from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.views import dead_letters
 from terminus.statemachines.states import TurnState
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -15,7 +15,6 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 from serving import running_worker
-from support.polling import until
 
 from terminus.events.inbound import (
     AttemptStarted,
@@ -37,6 +36,7 @@ from terminus.service.sdk.producer import Producer
 from terminus.service.settings import Settings
 from terminus.statemachines.states import FINAL_STATES, TurnState
 from terminus.statemachines.turn import Turn
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

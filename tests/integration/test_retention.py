@@ -17,7 +17,6 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 from serving import running_worker
-from support.polling import until
 from test_replay import (
     PARTITIONS,
     TURNS,
@@ -48,6 +47,7 @@ from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.producer import Producer
 from terminus.service.settings import Settings
 from terminus.statemachines.states import FINAL_STATES
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -31,7 +31,6 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 from serving import running_worker
-from support.polling import until
 from test_replay import PARTITIONS, answer
 from test_retention import archived_settings, settle
 from test_retention_safety import ME, identical, lease_of, same_partition
@@ -46,6 +45,7 @@ from terminus.service.retention.reads import server_ms
 from terminus.service.runtime.leases import Leases
 from terminus.service.sdk.producer import Producer
 from terminus.service.settings import Settings
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -11,7 +11,6 @@ from typing import Any, Final, Protocol, TypeVar, cast
 import msgspec
 import pytest
 from redis.asyncio import Redis
-from support.polling import until
 
 from terminus.events.codec import decode_event
 from terminus.events.inbound import (
@@ -38,6 +37,7 @@ from terminus.service.settings import Settings
 from terminus.statemachines.outputs import Transition
 from terminus.statemachines.states import TurnState
 from terminus.statemachines.turn import Turn
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import pytest
-from backends import at_port
 from redis.asyncio import Redis
 from subscriber_support import (
     KINDS,
@@ -29,6 +28,7 @@ from subscriber_support import (
 
 from terminus.events.outbound import AttemptDiscarded
 from terminus.service.sdk.subscriber import Backoff, Update, subscribe
+from tests.support.backends import at_port
 
 
 class CutProxy:

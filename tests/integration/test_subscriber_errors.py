@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from backends import as_user
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
@@ -27,7 +26,6 @@ from subscriber_support import (
     stored,
     token,
 )
-from support.polling import until
 
 from terminus.service.gateway.routes import Limits, create_gateway
 from terminus.service.redis.embedded import free_port
@@ -40,6 +38,8 @@ from terminus.service.sdk.subscriber import (
     SubscriptionDenied,
     subscribe,
 )
+from tests.support.backends import as_user
+from tests.support.polling import until
 
 
 @pytest.fixture

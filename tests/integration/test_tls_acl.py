@@ -17,7 +17,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import msgspec
 import pytest
-from backends import as_user
 from faststream import TestApp
 from redis import Redis as BlockingRedis
 from redis.asyncio import Redis
@@ -36,6 +35,7 @@ from terminus.service.runtime.app import create_app
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.subscriber import RedisSource
 from terminus.service.settings import Settings
+from tests.support.backends import as_user
 
 PARTITIONS: Final = 4
 

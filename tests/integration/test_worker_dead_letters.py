@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
-from support.polling import until
 from worker_support import (
     PARTITIONS,
     StartWorker,
@@ -38,6 +37,7 @@ from terminus.service.keys import FIELD
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.views import dead_letters
 from terminus.statemachines.states import TurnState
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
-from support.polling import until
 from worker_support import (
     PARTITIONS,
     SESSION,
@@ -28,6 +27,7 @@ from terminus.events.outbound import AgentMessageChunk
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.views import dead_letters, session_updates
 from terminus.statemachines.states import TurnState
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
-from support.polling import until
 from worker_support import PARTITIONS, StartWorker, as_str, started_workers
 
 from terminus.service.keys import Keys
 from terminus.service.runtime.membership import assigned
+from tests.support.polling import until
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 

@@ -11,7 +11,6 @@ from typing import Any, Final, Protocol, TypeVar, cast
 
 import msgspec
 from redis.asyncio import Redis
-from support.polling import until
 
 from terminus.events.inbound import (
     AttemptStarted,
@@ -30,6 +29,7 @@ from terminus.service.sdk.views import session_messages
 from terminus.service.settings import Settings
 from terminus.statemachines.states import TurnState
 from terminus.statemachines.turn import Turn
+from tests.support.polling import until
 
 PARTITIONS: Final = 4
 SESSION: Final = "s-1"

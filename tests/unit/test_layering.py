@@ -26,26 +26,27 @@ SOURCES: Final = {"service": "terminus.service", "events": "terminus.events"} | 
 }
 EVENTS: Final = "events"
 MACHINES: Final = "statemachines"
-BASE: Final = frozenset(("keys", "settings", "redaction", EVENTS, MACHINES))
+ERRORS: Final = "service"  # service/__init__.py: TerminusError, the root every part's errors share
+BASE: Final = frozenset(("keys", "settings", "redaction", EVENTS, MACHINES, ERRORS))
 
 ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     EVENTS: frozenset(),
     MACHINES: frozenset((EVENTS,)),
+    ERRORS: frozenset(),
     "keys": frozenset(),
     "redaction": frozenset(),
-    "settings": frozenset(("keys", "redaction", EVENTS, MACHINES)),
-    "redis": frozenset(("keys", "settings", "redaction")),
+    "settings": frozenset(("keys", "redaction", EVENTS, MACHINES, ERRORS)),
+    "redis": frozenset(("keys", "settings", "redaction", ERRORS)),
     "metrics": BASE | {"redis"},
     "fold": BASE | {"redis", "metrics"},
     # Producers and frontends import the SDK: the contract and Redis, never the worker's parts.
-    "sdk": frozenset(("keys", "settings", "redaction", EVENTS, "redis")),
+    "sdk": frozenset(("keys", "settings", "redaction", EVENTS, "redis", ERRORS)),
     "retention": BASE | {"redis", "fold"},
     "runtime": BASE | {"redis", "metrics", "fold", "retention"},
     # The gateway reads what the workers committed; it never runs or reaches into a worker.
     "gateway": BASE | {"redis", "metrics", "fold", "sdk"},
     "cli": BASE | {"redis", "metrics", "fold", "sdk", "retention", "runtime", "gateway"},
-    "terminus": frozenset(("sdk", "cli")),
-    "service": frozenset(),  # service/__init__.py
+    "terminus": frozenset(("sdk", "cli", ERRORS)),
 }
 WORKER_PARTS: Final = ("fold", "runtime", "retention", "gateway", "cli")
 # The turn's machine; the SDK may read the core's settings types (retry policy), not these.
@@ -182,13 +183,12 @@ def test_nothing_imports_the_repository_folders_by_their_own_names() -> None:
         if "fixtures" in path.parts:
             continue
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            names = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom) and not node.level
-                else [alias.name for alias in node.names]
-                if isinstance(node, ast.Import)
-                else []
-            )
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
             found += [f"{path}:{node.lineno} {n}" for n in names if n.split(".")[0] in bare]
     assert found == []
 

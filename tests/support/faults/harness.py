@@ -82,9 +82,14 @@ class Workers:
         log = (self.log_dir / f"worker-{len(self.processes)}.log").open("wb")
         self._logs.append(log)
         process = subprocess.Popen(
-            self.command, env=self.env, cwd=REPO, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            self.command,
+            env=self.env,
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.processes.append(process)
         return process
 
