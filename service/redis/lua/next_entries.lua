@@ -1,4 +1,4 @@
--- Included by read.lua and commit.lua (see service/scripts.py): the owner's next entries.
+-- Included by read.lua and commit.lua (see service/redis/scripts.py): the owner's next entries.
 -- KEYS[2] inbound stream, ARGV[2] group, ARGV[3] consumer. Returns {ids, payloads, tail}:
 -- payloads[i] is the value of field 'e' when that is the entry's only field (every entry the
 -- producer SDK writes), else the entry's flat field list, so the caller can dead-letter it.
