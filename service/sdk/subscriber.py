@@ -25,7 +25,8 @@ Errors (nothing else escapes but the consumer's own exceptions):
      +-- UnreadableFrame       a frame this SDK cannot decode, at `cursor`
 
 Parts: `sdk.updates` (Update, errors, the `Source` port), `sdk.gateway_source` (the gateway
-reader and its SSE parser), `sdk.live` (the live view); this module re-exports them.
+reader and its SSE parser), `sdk.redis_source` (XREAD on a Redis client), `sdk.live` (the live
+view); this module re-exports them.
 """
 
 from __future__ import annotations
@@ -34,18 +35,14 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Final
 
-from redis import exceptions as rx
-from redis.asyncio import Redis
-
 from terminus.events.outbound import AgentError, TurnFinished
-from terminus.service.keys import DEFAULT_PREFIX, FIELD, START, keys_for_session
-from terminus.service.redis.replies import StreamReply, xread
 from terminus.service.sdk.gateway_source import GatewaySource
 from terminus.service.sdk.live import LivePart, LiveSession, LiveTurn
+from terminus.service.sdk.redis_source import RedisSource
 from terminus.service.sdk.updates import (
     Interrupted,
     Source,
@@ -55,7 +52,6 @@ from terminus.service.sdk.updates import (
     SubscriptionRefused,
     UnreadableFrame,
     Update,
-    decoded,
 )
 
 __all__ = [
@@ -77,7 +73,6 @@ __all__ = [
 ]
 
 ENDINGS: Final = (TurnFinished, AgentError)
-READ_COUNT: Final = 512
 
 
 @dataclass(frozen=True)
@@ -88,37 +83,6 @@ class Backoff:
     initial_s: float = 0.05
     max_s: float = 5.0
     give_up_after_s: float | None = None
-
-
-@dataclass(frozen=True)
-class RedisSource:
-    """Reads the session stream with XREAD BLOCK on a `redis.asyncio.Redis` client (bytes
-    replies, the default), under the deployment's `partitions` and key `prefix`."""
-
-    redis: Redis
-    partitions: int = 16
-    prefix: str = DEFAULT_PREFIX
-    block_ms: int = 1000
-
-    async def read(self, session_id: str, after: str | None) -> AsyncGenerator[Update, None]:
-        key = keys_for_session(session_id, self.partitions, self.prefix).session(session_id)
-        last = after or START
-        while True:
-            for _, entries in await self._xread(key, last):
-                for entry_id, fields in entries:
-                    update = decoded(entry_id.decode(), fields.get(FIELD, b""))
-                    last = update.cursor
-                    yield update
-
-    async def _xread(self, key: str, last: str) -> StreamReply:
-        try:
-            # A client without a socket timeout would wait forever on a silently dead socket.
-            async with asyncio.timeout(self.block_ms / 1000 + 10):
-                return await xread(self.redis, {key: last}, READ_COUNT, self.block_ms)
-        except (rx.AuthenticationError, rx.AuthorizationError, rx.NoPermissionError) as exc:
-            raise SubscriptionDenied(403, str(exc)) from exc
-        except (rx.ConnectionError, rx.TimeoutError, OSError, TimeoutError) as exc:
-            raise Interrupted(repr(exc)) from exc
 
 
 async def subscribe(

@@ -22,7 +22,7 @@ from terminus.events.outbound import PersistedMessage, SessionUpdate
 from terminus.service.keys import DEFAULT_PREFIX, FIELD, Keys, keys_for_session
 from terminus.service.redis.connect import execute
 from terminus.service.redis.replies import StreamEntry, text, xrange
-from terminus.service.sdk.subscriber import RedisSource
+from terminus.service.sdk.redis_source import RedisSource
 from terminus.service.sdk.updates import frame_at
 
 REQUEUED_FROM: Final = b"requeued_from"
