@@ -212,7 +212,8 @@ class PartitionOwner:
         with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
             await self.redis.xgroup_create(self.keys.inbound, GROUP, id=START, mkstream=True)
         await self.drain()
-        self._move("started")
+        if self.phase is not Phase.ENDED:  # dropped meanwhile: its lease went while it drained
+            self._move("started")
 
     async def _refence(self) -> None:
         """A new epoch before starting over: a request still in flight on the broken connection
