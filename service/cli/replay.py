@@ -24,14 +24,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from terminus.service.cli.verify import compare
-from terminus.service.fold.applier import Entry, PartitionFold, Timeouts, decode_entries, load_turns
-from terminus.service.fold.commit import commit_or_raise
+from terminus.service.fold.applier import Entry, PartitionFold, Timeouts, decode_entries
+from terminus.service.fold.commit import Batch, commit
+from terminus.service.fold.cycle import fold_and_commit
 from terminus.service.fold.releases import id_key
 from terminus.service.keys import GROUP, START, Keys
 from terminus.service.redis.connect import execute
@@ -151,13 +153,14 @@ async def _rebuild_partition(source: _Source, target: str, folded: Callable[[int
         decoded = decode_entries(
             entries, settings.max_deliveries, forced, max_bytes=settings.max_event_bytes
         )
-        await load_turns(redis, fold, fold.missing(decoded))
-        batch, _ = fold.apply(decoded)
-        batch.acks.clear()  # nothing to ack: the log is read with XRANGE, not the group
-        await commit_or_raise(redis, into, lease, batch)
-        fold.settle()
+        await fold_and_commit(redis, fold, decoded, partial(_commit, redis, into, lease))
         folded(len(entries))
     await Leases(redis, target).release(partition, REPLAYER, epoch)
+
+
+async def _commit(redis: Redis, keys: Keys, lease: str, batch: Batch) -> None:
+    batch.acks.clear()  # nothing to ack: the log is read with XRANGE, not the group
+    await commit(redis, keys, lease, batch)
 
 
 async def _forced_dead(redis: Redis, live: Keys) -> dict[str, str]:

@@ -17,14 +17,15 @@ at which the stall timer may act on them. Domain counters are added to the parti
 (HINCRBY) in the same commit, so they count exactly what was committed (docs/metrics.md).
 
 Errors:
-    LeaseLost   the lease changed hands; nothing of the batch was written or acked
+    LeaseLost              the lease changed hands; nothing of the batch was written or acked
+    CommitAlreadyApplied   the batch was applied already (a re-sent request); nothing written
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 from redis.asyncio import Redis
@@ -69,7 +70,7 @@ class Batch:
 
     @property
     def frame_count(self) -> int:
-        """How many session frames the batch adds; `commit_ids` returns one id for each."""
+        """How many session frames the batch adds; `commit` returns one id for each."""
         return sum(1 for op, _, _ in self.ops if op == "F")
 
     def ack(self, *entry_ids: str) -> None:
@@ -241,28 +242,21 @@ class CommitAlreadyApplied(RedisConnectionError):
     connection (hence the base class: every handler of a lost connection handles this too)."""
 
 
-async def commit_ids(
-    redis: Redis, keys: Keys, lease_value: str, batch: Batch, consumer: str = ""
-) -> list[str] | None:
-    """Commit `batch` atomically: the new session-frame ids in order, None if the lease is lost;
-    with `consumer`, `CommitAlreadyApplied` if the batch was committed already."""
-    names, args = encode(batch, keys, lease_value, consumer)
-    result = await script(redis, "commit")(keys=names, args=args)
-    if result == -1:
+def committed_ids(reply: Any, keys: Keys, lease_value: str) -> list[str]:
+    """commit.lua's reply as the new session-frame ids in order; `LeaseLost` if it wrote nothing
+    for want of the lease, `CommitAlreadyApplied` if it had applied this batch already."""
+    if reply == -1:
         raise CommitAlreadyApplied(f"partition {keys.partition}: the batch was committed already")
-    if not isinstance(result, list):
-        return None
-    return [i.decode() if isinstance(i, bytes) else str(i) for i in result[0]]
-
-
-async def commit(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -> bool:
-    """Commit `batch` atomically; False (and nothing written or acked) if the lease is lost."""
-    return await commit_ids(redis, keys, lease_value, batch) is not None
-
-
-async def commit_or_raise(redis: Redis, keys: Keys, lease_value: str, batch: Batch) -> list[str]:
-    """Commit `batch` atomically and return the new frame ids; raise `LeaseLost` otherwise."""
-    ids = await commit_ids(redis, keys, lease_value, batch)
-    if ids is None:
+    if not isinstance(reply, list):
         raise LeaseLost(keys.partition, lease_value)
-    return ids
+    return [i.decode() if isinstance(i, bytes) else str(i) for i in reply[0]]
+
+
+async def commit(
+    redis: Redis, keys: Keys, lease_value: str, batch: Batch, worker_id: str = ""
+) -> list[str]:
+    """Commit `batch` atomically and return the new session-frame ids in order. Raises
+    `LeaseLost` (nothing written or acked) if the lease no longer holds `lease_value`; with
+    `worker_id`, `CommitAlreadyApplied` if the batch was committed already."""
+    names, args = encode(batch, keys, lease_value, worker_id)
+    return committed_ids(await script(redis, "commit")(keys=names, args=args), keys, lease_value)

@@ -35,7 +35,6 @@ from terminus.service.fold.applier import (
     PartitionFold,
     Timeouts,
     decode_entries,
-    load_turns,
     pairs,
     read_entries,
 )
@@ -44,9 +43,11 @@ from terminus.service.fold.commit import (
     CommitAlreadyApplied,
     LeaseLost,
     Value,
-    commit_ids,
+    commit,
+    committed_ids,
     encode,
 )
+from terminus.service.fold.cycle import fold_and_commit
 from terminus.service.keys import GROUP, START, Keys
 from terminus.service.metrics.worker import WorkerMetrics
 from terminus.service.redis.replies import text
@@ -122,7 +123,7 @@ class PartitionOwner:
         self.stalls = StallTimer(redis, self.keys, self.lease, self.fold, settings)
         self.phase = Phase.START
         self.stopping = False  # asked to stop: commit the batch in hand, then end
-        self.batch: Batch | None = None  # folded, not committed yet (COMMIT, and in the drain)
+        self.batch: Batch | None = None  # folded by the pump, not committed yet (COMMIT)
         self.stats = BatchStats()  # of `batch`
         self.tail = START  # the last entry id seen: a wait for new entries starts after it
         self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -243,36 +244,23 @@ class PartitionOwner:
 
     async def process(self, entries: Sequence[Entry]) -> BatchStats:
         """Fold a batch and commit it with the acks of all its entries, or raise `LeaseLost`."""
-        decoded = self.decode(entries)
-        await load_turns(self.redis, self.fold, self.fold.missing(decoded))
-        self.fold_batch(decoded)
-        assert self.batch is not None
-        started = time.perf_counter()
-        try:
-            ids = await self._commit(self.batch)
-        except BaseException:
-            self.fold.forget()
-            self.batch = None
-            raise
-        if ids is None:
-            self.fold.forget()
-            raise LeaseLost(self.partition, self.lease)
-        self.metrics.observe_commit(time.perf_counter() - started)
-        stats = self.stats
-        self.committed()
+        stats = await fold_and_commit(self.redis, self.fold, self.decode(entries), self._commit)
+        self.stalls.committed()
+        self._count(stats)
         return stats
 
-    async def _commit(self, batch: Batch) -> list[str] | None:
+    async def _commit(self, batch: Batch) -> None:
         """Commit `batch` alone; with `commit_wait_replicas`, then WAIT as the pump does."""
+        started = time.perf_counter()
         if not self.settings.commit_wait_replicas:
-            return await commit_ids(self.redis, self.keys, self.lease, batch, self.worker_id)
-        names, args = encode(batch, self.keys, self.lease, self.worker_id, 0)
-        [reply], _ = await Wire(self.redis, self.settings).send([("commit", names, args)], {})
-        if isinstance(reply, Exception):
-            raise reply
-        if reply == -1:
-            raise CommitAlreadyApplied(f"partition {self.partition}: committed already")
-        return None if reply == 0 else [text(i) for i in reply[0]]
+            await commit(self.redis, self.keys, self.lease, batch, self.worker_id)
+        else:
+            names, args = encode(batch, self.keys, self.lease, self.worker_id, 0)
+            [reply], _ = await Wire(self.redis, self.settings).send([("commit", names, args)], {})
+            if isinstance(reply, Exception):
+                raise reply
+            committed_ids(reply, self.keys, self.lease)
+        self.metrics.observe_commit(time.perf_counter() - started)
 
     def decode(self, entries: Sequence[Entry]) -> list[Decoded]:
         settings = self.settings
@@ -281,8 +269,7 @@ class PartitionOwner:
     def fold_batch(self, decoded: list[Decoded]) -> None:
         """Fold decoded entries (their turns loaded) into the batch to commit next."""
         self.batch, self.stats = self.fold.apply(decoded)
-        if self.phase is Phase.READ:  # in the drain, `process` commits it at once
-            self._move("folded")
+        self._move("folded")
 
     def lacking(self, decoded: list[Decoded]) -> list[str]:
         """The turns of `decoded` the fold has not loaded: their snapshots must be read first."""
@@ -313,7 +300,7 @@ class PartitionOwner:
             raise CommitAlreadyApplied(f"partition {self.partition}: committed already")
         if self.batch is not None:
             self.metrics.observe_commit(seconds)
-            self.committed()
+            self._committed()
             reply = reply[1:]
         ids, payloads, tail = reply
         entries = read_entries(ids, payloads)
@@ -321,7 +308,7 @@ class PartitionOwner:
         self._move("read" if entries else "caught_up")
         return entries
 
-    def committed(self) -> None:
+    def _committed(self) -> None:
         self.fold.settle()
         self.stalls.committed()
         self.batch = None

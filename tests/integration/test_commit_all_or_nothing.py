@@ -35,8 +35,6 @@ from terminus.service.fold.commit import (
     Batch,
     LeaseLost,
     commit,
-    commit_ids,
-    commit_or_raise,
 )
 from terminus.service.keys import FIELD, Keys
 from terminus.service.redis.scripts import source
@@ -152,7 +150,7 @@ async def test_a_valid_lease_commits_every_write_and_acks(redis: Redis, prefix: 
     await redis.set(keys.turn("t-done"), b"old snapshot")
     await redis.zadd(keys.open_turns, {"t-done": 5})
     lease = await held_lease(redis, keys, "worker-a")
-    frame_ids = await commit_or_raise(redis, keys, lease, full_batch(keys, entry_ids))
+    frame_ids = await commit(redis, keys, lease, full_batch(keys, entry_ids))
     await assert_written(redis, keys, frame_ids, entry_ids[-1])
     assert await pel(redis, keys) == []
 
@@ -166,9 +164,8 @@ async def test_a_lost_lease_writes_nothing_and_acks_nothing(
     await asyncio.sleep(0.1)
     await held_lease(redis, keys, "worker-b")
     batch = full_batch(keys, entry_ids)
-    assert not await commit(redis, keys, stale, batch)
     with pytest.raises(LeaseLost) as lost:
-        await commit_or_raise(redis, keys, stale, batch)
+        await commit(redis, keys, stale, batch)
     assert lost.value.partition == 6
     assert lost.value.lease_value == stale
     assert await admin_redis.exists(*written_keys(keys)) == 0
@@ -182,7 +179,8 @@ async def test_an_expired_lease_nobody_took_commits_nothing(
     entry_ids = await pending_entries(redis, keys, 2)
     stale = await held_lease(redis, keys, "worker-a", ttl_ms=30)
     await asyncio.sleep(0.1)
-    assert not await commit(redis, keys, stale, full_batch(keys, entry_ids))
+    with pytest.raises(LeaseLost):
+        await commit(redis, keys, stale, full_batch(keys, entry_ids))
     assert await admin_redis.exists(*written_keys(keys)) == 0
     assert await pel(redis, keys) == entry_ids
 
@@ -214,7 +212,7 @@ async def test_a_thousand_frames_commit_in_one_call(
     batch.ack(*(i.decode() for i in entry_ids))
     lease = await held_lease(redis, keys, "worker-a")
     calls = await count_evalsha(redis, monkeypatch)
-    ids = await commit_or_raise(redis, keys, lease, batch)
+    ids = await commit(redis, keys, lease, batch)
     assert len(calls) == 1
     assert len(ids) == batch.frame_count == 1_000
     assert await redis.xlen(keys.session(SESSION)) == 1_000
@@ -237,5 +235,6 @@ async def count_evalsha(redis: Redis, monkeypatch: pytest.MonkeyPatch) -> list[s
 
 async def test_an_empty_batch_only_checks_the_lease(redis: Redis, prefix: str) -> None:
     keys = Keys(10, prefix)
-    assert await commit_ids(redis, keys, await held_lease(redis, keys, "worker-a"), Batch()) == []
-    assert await commit_ids(redis, keys, "worker-z:9", Batch()) is None
+    assert await commit(redis, keys, await held_lease(redis, keys, "worker-a"), Batch()) == []
+    with pytest.raises(LeaseLost):
+        await commit(redis, keys, "worker-z:9", Batch())

@@ -15,7 +15,7 @@ import pytest
 from commit_support import held_lease
 from redis.asyncio import Redis
 
-from terminus.service.fold.commit import Batch, CommitAlreadyApplied, commit_ids, encode
+from terminus.service.fold.commit import Batch, CommitAlreadyApplied, commit, encode
 from terminus.service.keys import GROUP, Keys
 from terminus.service.redis.scripts import script
 from terminus.service.runtime.wire import Wire
@@ -51,13 +51,13 @@ async def test_the_script_refuses_a_commit_it_already_applied(redis: Redis, pref
     assert (await redis.xpending(keys.inbound, GROUP))["pending"] == 0
 
 
-async def test_commit_ids_raises_on_a_resent_commit(redis: Redis, prefix: str) -> None:
+async def test_commit_raises_on_a_resent_commit(redis: Redis, prefix: str) -> None:
     keys = Keys(1, prefix)
     lease = await held_lease(redis, keys, CONSUMER)
     batch = await read_batch(redis, keys, lease)
-    assert await commit_ids(redis, keys, lease, batch, CONSUMER) == []
+    assert await commit(redis, keys, lease, batch, CONSUMER) == []
     with pytest.raises(CommitAlreadyApplied):
-        await commit_ids(redis, keys, lease, batch, CONSUMER)
+        await commit(redis, keys, lease, batch, CONSUMER)
     assert await redis.xlen(keys.dead) == 1
 
 

@@ -19,7 +19,7 @@ from commit_support import (
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
-from terminus.service.fold.commit import Batch, commit, commit_ids, commit_or_raise
+from terminus.service.fold.commit import Batch, commit
 from terminus.service.keys import FIELD, Keys
 from terminus.statemachines.outputs import Outputs, Transition
 
@@ -42,7 +42,7 @@ async def test_binary_values_round_trip_through_set_and_xadd(redis: Redis, prefi
         batch.ops.append(("S", keys.turn(f"bin-{size}"), (binary(size),)))
         batch.ops.append(("F", keys.session(SESSION), (MAXLEN, 1, FIELD, binary(size))))
     batch.ops.append(("F", keys.session(SESSION), (MAXLEN, 1, bytes(range(256)), b"key")))
-    ids = await commit_or_raise(redis, keys, await held_lease(redis, keys, "worker-a"), batch)
+    ids = await commit(redis, keys, await held_lease(redis, keys, "worker-a"), batch)
     for size in SIZES:
         assert await redis.get(keys.turn(f"bin-{size}")) == binary(size)
     stream = await entries(redis, keys.session(SESSION))
@@ -64,9 +64,9 @@ async def test_append_extends_a_string_and_creates_a_missing_one(
     first.ops.append(("A", keys.tail("t-2"), (binary(300),)))
     second.ops.append(("A", keys.tail("t-1"), (b'["a","\\u0000y"]\n',)))
     second.ops.append(("D", keys.tail("t-2"), ()))
-    assert await commit_ids(redis, keys, lease, first) == []
+    assert await commit(redis, keys, lease, first) == []
     assert await redis.get(keys.tail("t-2")) == binary(300)
-    assert await commit_ids(redis, keys, lease, second) == []
+    assert await commit(redis, keys, lease, second) == []
     assert await redis.get(keys.tail("t-1")) == b'[1,1]\n["a","x"]\n["a","\\u0000y"]\n'
     assert await admin_redis.exists(keys.tail("t-2")) == 0
 

@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from terminus.events.codec import encode_json
 from terminus.events.inbound import Usage
 from terminus.events.outbound import AgentMessageChunk, PersistedMessage, SessionUpdate, TextPart
-from terminus.service.fold.commit import Batch, commit_or_raise
+from terminus.service.fold.commit import Batch, commit
 from terminus.service.keys import Keys, keys_for_session
 from terminus.service.runtime.leases import Leases, lease_value
 from terminus.service.sdk.views import (
@@ -63,13 +63,13 @@ async def commit_frames(redis: Redis, prefix: str, frames: list[SessionUpdate]) 
     batch = Batch()
     for frame in frames:
         batch.add_frame(keys, frame, MAXLEN)
-    return await commit_or_raise(redis, keys, await lease(redis, keys), batch)
+    return await commit(redis, keys, await lease(redis, keys), batch)
 
 
 async def commit_dead(redis: Redis, keys: Keys, raw: bytes, reason: str) -> None:
     batch = Batch()
     batch.add_dead(keys, raw, reason, "1-1")
-    await commit_or_raise(redis, keys, await lease(redis, keys), batch)
+    await commit(redis, keys, await lease(redis, keys), batch)
 
 
 def uncursored(frames: list[SessionUpdate]) -> list[SessionUpdate]:
