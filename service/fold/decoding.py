@@ -24,11 +24,21 @@ KEPT_BYTES: Final = 1024  # of an oversized entry, in its dead letter
 
 
 class Entry(NamedTuple):
-    """An inbound stream entry as read: its id, fields (None if deleted), delivery count."""
+    """An inbound stream entry as read: its id, its body and its delivery count.
+
+    The body is the event's bytes when the entry holds field `e` alone, as the read scripts
+    return it (no mapping is built on the hot path); the entry's fields as XRANGE returns them
+    otherwise; None if the entry was deleted while pending."""
 
     id: str
-    fields: Mapping[bytes, bytes] | None
+    body: bytes | Mapping[bytes, bytes] | None
     deliveries: int = 1
+
+    def fields(self) -> Mapping[bytes, bytes]:
+        """The entry's fields however it was read (none if deleted)."""
+        if isinstance(self.body, bytes):
+            return {FIELD: self.body}
+        return self.body or {}
 
 
 class Decoded(msgspec.Struct):
@@ -46,7 +56,7 @@ def read_entries(ids: list[bytes], payloads: list[bytes | list[bytes]]) -> list[
     """Entries as read.lua and commit.lua return them: a payload is the value of field `e`, or
     the flat field list of an entry that does not hold exactly that field."""
     return [
-        Entry(i.decode(), {FIELD: p} if isinstance(p, bytes) else pairs(p))
+        Entry(i.decode(), p if isinstance(p, bytes) else pairs(p))
         for i, p in zip(ids, payloads, strict=True)
     ]
 
@@ -70,12 +80,13 @@ def decode_entries(
 def _decode(
     entry: Entry, max_deliveries: int, forced: Mapping[str, str], max_bytes: int
 ) -> Decoded:
-    if entry.fields is None:
+    body = entry.body
+    if body is None:
         return Decoded(entry)  # deleted while pending: nothing to apply, only to ack
-    raw = entry.fields.get(FIELD)
-    released = entry.fields.get(RELEASE_FIELD) if len(entry.fields) == 1 else None
+    raw: bytes | None = body if isinstance(body, bytes) else body.get(FIELD)
+    released = None if isinstance(body, bytes) or len(body) != 1 else body.get(RELEASE_FIELD)
     if raw is None and released is None:
-        return Decoded(entry, problem="entry has no field 'e'", raw=_fields_bytes(entry.fields))
+        return Decoded(entry, problem="entry has no field 'e'", raw=_fields_bytes(entry.fields()))
     if entry.id in forced:
         return Decoded(entry, problem=forced[entry.id], raw=raw or released or b"")
     if entry.deliveries > max_deliveries:

@@ -177,7 +177,7 @@ class Archiver:
         by_turn: dict[str, list[ArchivedEntry]] = {}
         loose: list[ArchivedEntry] = []
         for entry, turn_id in zip(entries[:cut], turn_of[:cut], strict=True):
-            kept = ArchivedEntry(entry.id, list((entry.fields or {}).items()))
+            kept = ArchivedEntry(entry.id, list(entry.fields().items()))
             if turn_id is not None and turn_id in final:
                 by_turn.setdefault(turn_id, []).append(kept)
             else:
