@@ -1,7 +1,8 @@
 """Provider adapters: raw provider streams -> terminus inbound events (DESIGN section 2).
 
 Pure: no I/O, no clock. One adapter per attempt; the caller emits `turn-started` and
-`attempt-started` itself and starts the adapter's seqs after them.
+`attempt-started` itself and starts the adapter's seqs after them, or shares its `Seqs` with
+the adapter so that both number from one counter (the producer SDK does).
 
     adapter = make_adapter("anthropic", ctx, first_seq=2)
     events = adapter.feed_sse(chunk) ... + adapter.close()
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from typing import Final
 
 from terminus.events.adapters.anthropic import AnthropicAdapter, BedrockAdapter
-from terminus.events.adapters.base import AdapterError, AttemptContext, ProviderAdapter
+from terminus.events.adapters.base import AdapterError, AttemptContext, ProviderAdapter, Seqs
 from terminus.events.adapters.converse import ConverseAdapter
 from terminus.events.adapters.eventstream import decode_eventstream
 from terminus.events.adapters.gemini import GeminiAdapter
@@ -40,7 +41,7 @@ CONTRACTS: dict[str, Contract] = {
     "bedrock-converse": "ai-sdk",
 }
 
-_FACTORIES: Final[dict[str, Callable[[AttemptContext, int], ProviderAdapter]]] = {
+_FACTORIES: Final[dict[str, Callable[[AttemptContext, int | Seqs], ProviderAdapter]]] = {
     "anthropic": AnthropicAdapter,
     "openai-responses": OpenAIResponsesAdapter,
     "openai-chat": OpenAIChatAdapter,
@@ -50,7 +51,7 @@ _FACTORIES: Final[dict[str, Callable[[AttemptContext, int], ProviderAdapter]]] =
 }
 
 
-def make_adapter(provider: str, ctx: AttemptContext, first_seq: int = 2) -> ProviderAdapter:
+def make_adapter(provider: str, ctx: AttemptContext, first_seq: int | Seqs = 2) -> ProviderAdapter:
     """A fresh adapter for one attempt; `ValueError` for a provider not in `PROVIDERS`."""
     factory = _FACTORIES.get(provider)
     if factory is None:
@@ -64,6 +65,7 @@ __all__ = [
     "AdapterError",
     "AttemptContext",
     "ProviderAdapter",
+    "Seqs",
     "decode_eventstream",
     "http_error_event",
     "make_adapter",

@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.base import AttemptContext, Seqs
 from terminus.events.adapters.eventstream import unwrap_decoded_frame
 from terminus.events.adapters.reasons import ANTHROPIC_STOP, reason_of
 from terminus.events.adapters.stream import StreamAdapter
@@ -33,7 +33,7 @@ class _Block(msgspec.Struct):
 class AnthropicAdapter(StreamAdapter):
     """Anthropic Messages SSE events -> inbound events."""
 
-    def __init__(self, ctx: AttemptContext, first_seq: int = 2) -> None:
+    def __init__(self, ctx: AttemptContext, first_seq: int | Seqs = 2) -> None:
         super().__init__(ctx, first_seq)
         self._blocks: dict[int, _Block] = {}
         self._in_message = False

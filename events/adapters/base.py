@@ -27,6 +27,23 @@ class AttemptContext(msgspec.Struct, frozen=True, kw_only=True):
     ts_ms: int = 0
 
 
+class Seqs:
+    """The next seq of one attempt. Whoever emits the attempt's events (its adapter, and the
+    producer SDK around it) takes from one `Seqs`, so every event is numbered once, in the order
+    it was made, without gaps."""
+
+    __slots__ = ("next",)
+
+    def __init__(self, first: int = 0) -> None:
+        self.next = first
+
+    def take(self) -> int:
+        """The next seq, now taken."""
+        seq = self.next
+        self.next += 1
+        return seq
+
+
 class AdapterError(ValueError):
     """Provider input that cannot be parsed; `line` is where it is in the raw text, if known."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.base import AttemptContext, Seqs
 from terminus.events.adapters.reasons import BEDROCK_STOP, reason_of
 from terminus.events.adapters.stream import PendingTool, StreamAdapter
 from terminus.events.adapters.values import count, obj, string
@@ -19,7 +19,7 @@ from terminus.events.inbound import Usage
 class ConverseAdapter(StreamAdapter):
     """ConverseStream events -> inbound events."""
 
-    def __init__(self, ctx: AttemptContext, first_seq: int = 2) -> None:
+    def __init__(self, ctx: AttemptContext, first_seq: int | Seqs = 2) -> None:
         super().__init__(ctx, first_seq)
         self._tools: dict[int, PendingTool] = {}
         self._signatures: dict[int, str] = {}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.base import AttemptContext, Seqs
 from terminus.events.adapters.gemini_args import StreamedCall
 from terminus.events.adapters.reasons import GEMINI_BLOCK, GEMINI_FINISH, reason_of
 from terminus.events.adapters.stream import StreamAdapter
@@ -27,7 +27,7 @@ from terminus.events.inbound import FinishReason, Usage
 class GeminiAdapter(StreamAdapter):
     """GenerateContentResponse chunks -> inbound events."""
 
-    def __init__(self, ctx: AttemptContext, first_seq: int = 2) -> None:
+    def __init__(self, ctx: AttemptContext, first_seq: int | Seqs = 2) -> None:
         super().__init__(ctx, first_seq)
         self._streamed: StreamedCall | None = None
         self._usage: dict[str, Any] = {}

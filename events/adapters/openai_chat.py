@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.base import AttemptContext, Seqs
 from terminus.events.adapters.reasons import CHAT_FINISH, reason_of
 from terminus.events.adapters.stream import PendingTool, StreamAdapter
 from terminus.events.adapters.values import arr, count, error_message, obj, string
@@ -22,7 +22,7 @@ from terminus.events.inbound import FinishReason, Usage
 class OpenAIChatAdapter(StreamAdapter):
     """Chat Completions chunks (and the `[DONE]` sentinel) -> inbound events."""
 
-    def __init__(self, ctx: AttemptContext, first_seq: int = 2) -> None:
+    def __init__(self, ctx: AttemptContext, first_seq: int | Seqs = 2) -> None:
         super().__init__(ctx, first_seq)
         self._tools: dict[int, PendingTool] = {}
         self._finish_seen = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from terminus.events.adapters.base import AttemptContext
+from terminus.events.adapters.base import AttemptContext, Seqs
 from terminus.events.adapters.reasons import RESPONSES_INCOMPLETE, reason_of
 from terminus.events.adapters.stream import StreamAdapter
 from terminus.events.adapters.values import count, error_message, obj, string
@@ -21,7 +21,7 @@ from terminus.events.inbound import FinishReason, Usage
 class OpenAIResponsesAdapter(StreamAdapter):
     """Responses API SSE events -> inbound events."""
 
-    def __init__(self, ctx: AttemptContext, first_seq: int = 2) -> None:
+    def __init__(self, ctx: AttemptContext, first_seq: int | Seqs = 2) -> None:
         super().__init__(ctx, first_seq)
         self._calls: dict[str, tuple[str, str]] = {}
 

@@ -17,7 +17,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from terminus.events.adapters.base import AdapterError, AttemptContext
+from terminus.events.adapters.base import AdapterError, AttemptContext, Seqs
 from terminus.events.adapters.sse import Frame, SseParser
 from terminus.events.adapters.values import decode, error_message, parse_object
 from terminus.events.adapters.wires import Decoded, Item, Malformed, SniffingWire
@@ -58,12 +58,12 @@ class PendingTool(msgspec.Struct):
 class StreamAdapter:
     """Base of the provider adapters; implements the `ProviderAdapter` port."""
 
-    def __init__(self, ctx: AttemptContext, first_seq: int = 2) -> None:
+    def __init__(self, ctx: AttemptContext, first_seq: int | Seqs = 2) -> None:
         self.ctx = ctx
         self.failed = False
         self.tool_called = False
         self.cut = False  # set at close: the stream ended mid-event, mid-element or mid-frame
-        self._seq = first_seq
+        self.seqs = first_seq if isinstance(first_seq, Seqs) else Seqs(first_seq)
         self._counter = 0
         self._closed = False
         self._out: list[InboundEvent] = []
@@ -118,7 +118,7 @@ class StreamAdapter:
         """Emit what was held back waiting for more input."""
 
     def emit(self, make: EventFactory, **fields: Any) -> None:
-        """Append one event stamped with the attempt's identity and the next seq."""
+        """Append one event stamped with the attempt's identity and the next seq (`seqs`)."""
         ctx = self.ctx
         event = make(
             session_id=ctx.session_id,
@@ -126,11 +126,10 @@ class StreamAdapter:
             step=ctx.step,
             attempt=ctx.attempt,
             ts_ms=ctx.ts_ms,
-            seq=self._seq,
+            seq=self.seqs.take(),
             **fields,
         )
         self._out.append(event)
-        self._seq += 1
 
     def next_id(self, prefix: str = "p") -> str:
         """An id unique within the turn: step, attempt and a running counter."""

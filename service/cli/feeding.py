@@ -3,7 +3,8 @@
 Shared by `terminus publish` and the demo: a file is read exactly as `simulate` reads it
 (`terminus.service.cli.transcripts.read_attempt`, provider adapters included), so what the workers
 fold is what `simulate` folds. A leading `attempt-started` in a normalized file supplies the
-attempt's provider, model, contract and strictness; the SDK numbers every event again.
+attempt's provider, model, contract and strictness; `TurnPublisher.add` numbers the events
+that follow it as the attempt's.
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@
     await turn.feed_bytes(chunk)        # raw response bytes (or feed_sse(text)), via the adapter
     await turn.close_attempt()          # EOF, whole or cut: stream-closed (or the stream's error)
 
-Each stream entry has one field, `e`, holding the encoded event. Seqs are assigned at publish time,
-contiguous within each (step, attempt), so coalescing never leaves a gap.
+Each stream entry has one field, `e`, holding the encoded event. An attempt's events are numbered
+once, as they are made: the SDK's own and the adapter's take their seqs from one counter (`Seqs`),
+contiguous within each (step, attempt). Coalescing renumbers what it merged, so it never leaves
+a gap.
 
 Coalescing (`coalesce_ms` > 0) merges consecutive deltas of one part published within the window
 into one event: fewer entries and frames, at the price of up to `coalesce_ms` of added latency.
@@ -24,7 +26,7 @@ from typing import Any
 import msgspec
 from redis.asyncio import Redis
 
-from terminus.events.adapters import CONTRACTS, AttemptContext, ProviderAdapter, make_adapter
+from terminus.events.adapters import CONTRACTS, AttemptContext, ProviderAdapter, Seqs, make_adapter
 from terminus.events.codec import MAX_EVENT_BYTES, EventTooLarge, Format, encode_event
 from terminus.events.inbound import (
     AttemptStarted,
@@ -41,7 +43,8 @@ from terminus.service.redis.connect import execute
 
 
 def coalesce(events: list[InboundEvent]) -> list[InboundEvent]:
-    """Merge runs of deltas of the same kind and part into one delta each."""
+    """Merge runs of deltas of the same kind and part into one delta each, then number the
+    result from the first event's seq on, so the seqs stay contiguous."""
     merged: list[InboundEvent] = []
     for event in events:
         last = merged[-1] if merged else None
@@ -53,7 +56,11 @@ def coalesce(events: list[InboundEvent]) -> list[InboundEvent]:
             merged[-1] = msgspec.structs.replace(last, delta=last.delta + event.delta)
         else:
             merged.append(event)
-    return merged
+    first = events[0].seq if events else 0
+    return [
+        e if e.seq == first + n else msgspec.structs.replace(e, seq=first + n)
+        for n, e in enumerate(merged)
+    ]
 
 
 class Producer:
@@ -107,7 +114,8 @@ class TurnPublisher:
     def __init__(self, producer: Producer, session_id: str, turn_id: str) -> None:
         self.producer = producer
         self.session_id, self.turn_id = session_id, turn_id
-        self.step, self.attempt, self.next_seq = 1, 1, 0
+        self.step, self.attempt = 1, 1
+        self.seqs = Seqs()  # of the current attempt, shared with its adapter
         self.adapter: ProviderAdapter | None = None
         self._buffer: list[InboundEvent] = []
         self._flusher: asyncio.TimerHandle | None = None
@@ -132,9 +140,10 @@ class TurnPublisher:
         """Begin an attempt (the first, a retry, or the first of a new step); the terminal
         contract defaults to the provider's own."""
         await self.flush()
-        first = self.next_seq == 1 and (self.step, self.attempt) == (1, 1)
+        after_start = self.seqs.next == 1 and (self.step, self.attempt) == (1, 1)
         self.step, self.attempt = step or self.step, attempt or self.attempt
-        self.next_seq = self.next_seq if first else 0
+        if not (after_start and (self.step, self.attempt) == (1, 1)):
+            self.seqs = Seqs()  # attempt 1 of step 1 goes on after turn-started's seq
         ctx = AttemptContext(
             session_id=self.session_id,
             turn_id=self.turn_id,
@@ -144,7 +153,7 @@ class TurnPublisher:
             model=model,
             ts_ms=ts_ms,
         )
-        self.adapter = make_adapter(provider, ctx) if provider in CONTRACTS else None
+        self.adapter = make_adapter(provider, ctx, self.seqs) if provider in CONTRACTS else None
         contract = contract or CONTRACTS.get(provider, "ai-sdk")
         await self.emit(
             AttemptStarted,
@@ -157,28 +166,35 @@ class TurnPublisher:
 
     async def feed_sse(self, text: str) -> None:
         """Raw provider SSE of the current attempt, through the provider's adapter."""
-        await self.add(self._adapter().feed_sse(text))
+        await self._queue(self._adapter().feed_sse(text))
 
     async def feed_bytes(self, data: bytes) -> None:
         """Raw response bytes of the current attempt (SSE, a JSON array or event-stream frames,
         sniffed), through the provider's adapter; a multi-byte character may span two calls."""
-        await self.add(self._adapter().feed_bytes(data))
+        await self._queue(self._adapter().feed_bytes(data))
 
     async def feed_payload(self, payload: Any) -> None:
-        await self.add(self._adapter().feed_payload(payload))
+        await self._queue(self._adapter().feed_payload(payload))
 
     async def close_attempt(self) -> None:
         """The provider stream hit EOF, whole or cut anywhere (mid-line, mid-frame): adapters
         flush what they hold and end the attempt with `stream-closed` (or the error it carried),
         so a cut attempt is retried at once instead of waiting for the stall timer."""
         events = self.adapter.close() if self.adapter else [self._stamp(StreamClosed)]
-        await self.add(events)
+        await self._queue(events)
         await self.flush()
 
     async def emit(self, cls: type[Event], **fields: Any) -> None:
-        await self.add([self._stamp(cls, **fields)])
+        """Publish one event of the current attempt, made from its fields."""
+        await self._queue([self._stamp(cls, **fields)])
 
     async def add(self, events: Iterable[InboundEvent]) -> None:
+        """Publish events made elsewhere (a transcript, your own adapter) as the current
+        attempt's next ones: their session, turn, step, attempt and seq are set here."""
+        await self._queue([self._restamp(event) for event in events])
+
+    async def _queue(self, events: Iterable[InboundEvent]) -> None:
+        """Buffer events this attempt's counter numbered, then publish (now, or coalesced)."""
         self._buffer.extend(events)
         if self.producer.coalesce_ms <= 0:
             await self.flush()
@@ -187,16 +203,17 @@ class TurnPublisher:
             self._flusher = loop.call_later(self.producer.coalesce_ms / 1000, self._flush_later)
 
     async def flush(self) -> None:
-        """Number and publish what is buffered."""
+        """Publish what is buffered (coalesced first, if asked)."""
         if self._flusher is not None:
             self._flusher.cancel()
             self._flusher = None
         async with self._lock:
             pending, self._buffer = self._buffer, []
-            if self.producer.coalesce_ms > 0:
+            if self.producer.coalesce_ms > 0 and pending:
                 pending = coalesce(pending)
+                self.seqs.next = pending[-1].seq + 1
             if pending:
-                await self.producer.publish([self._number(e) for e in pending])
+                await self.producer.publish(pending)
 
     def _flush_later(self) -> None:
         self._flusher = None
@@ -204,21 +221,24 @@ class TurnPublisher:
         self._late_flushes.add(task)
         task.add_done_callback(self._late_flushes.discard)
 
-    def _number(self, event: InboundEvent) -> InboundEvent:
-        numbered = msgspec.structs.replace(
-            event, step=self.step, attempt=self.attempt, seq=self.next_seq
-        )
-        self.next_seq += 1
-        return numbered
-
     def _stamp(self, cls: type[Event], **fields: Any) -> Any:
         return cls(
             session_id=self.session_id,
             turn_id=self.turn_id,
             step=self.step,
             attempt=self.attempt,
-            seq=-1,
+            seq=self.seqs.take(),
             **fields,
+        )
+
+    def _restamp(self, event: InboundEvent) -> InboundEvent:
+        return msgspec.structs.replace(
+            event,
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            step=self.step,
+            attempt=self.attempt,
+            seq=self.seqs.take(),
         )
 
     def _adapter(self) -> ProviderAdapter:
