@@ -284,7 +284,8 @@ async def test_a_commit_refused_for_a_lost_lease_counts_nothing(
     entries = [Entry(entry_id.decode(), fields) for entry_id, fields in rows]
     with pytest.raises(LeaseLost):
         await owner.process(entries)
-    assert owner.stats.counts, "the batch had counts to commit"
+    _, refused = owner.fold.apply(owner.decode(entries))  # the fold forgot the refused batch
+    assert refused.counts, "the batch had counts to commit"
     assert await admin_redis.exists(keys.metrics) == 0
     assert owner.metrics.commits == 0
     samples = await scrape(redis, settings)
