@@ -196,4 +196,33 @@ class CompactionRequired(Command, frozen=True, kw_only=True, tag="compaction_req
     error: LLMErrorPayload
 
 
-ProducerCommand = RetryScheduled | CompactionRequired
+class RequestedTool(msgspec.Struct, frozen=True, kw_only=True):
+    """One complete tool call a step ended with, for the producer to run."""
+
+    tool_call_id: str
+    tool_name: str
+    input: dict[str, Any]
+
+
+class ToolsRequired(Command, frozen=True, kw_only=True, tag="tools_required"):
+    """The step ended with proof and tool calls: run `tools`, publish their results, then start
+    attempt 1 of `step` (the next one), or end the turn (`turn-ended`)."""
+
+    tools: list[RequestedTool]
+
+
+TurnOutcome = Literal["finished", "failed", "cancelled"]
+
+
+class TurnConcluded(Command, frozen=True, kw_only=True, tag="turn_concluded"):
+    """The turn is final: produce nothing more for it, and abort a request still running (a
+    cancelled turn). `step` and `attempt` are the turn's last; `message_id` names its persisted
+    message if it has one (a proven step), `error` what failed it."""
+
+    state: TurnOutcome
+    stop_reason: StopReason
+    message_id: str | None = None
+    error: LLMErrorPayload | None = None
+
+
+ProducerCommand = RetryScheduled | CompactionRequired | ToolsRequired | TurnConcluded

@@ -11,12 +11,15 @@ from terminus.events.outbound import (
     CompactionRequiredFrame,
     Retrying,
     RetryScheduled,
+    StopReason,
+    TurnConcluded,
+    TurnOutcome,
 )
 from terminus.statemachines.classify import classify
 from terminus.statemachines.config import CoreConfig
 from terminus.statemachines.errors import IllegalEvent
 from terminus.statemachines.outputs import Outputs, Transition
-from terminus.statemachines.projection import partial_record
+from terminus.statemachines.projection import message_id_of, partial_record
 from terminus.statemachines.retry_policy import RetryDecision, decide_retry
 from terminus.statemachines.states import OPEN_ATTEMPT_STATES, TurnState
 from terminus.statemachines.table import advance
@@ -203,3 +206,29 @@ def fail(
         else:
             discard_attempt(turn, buf, reason, out)
     out.frames.append(AgentError(session_id=turn.session_id, turn_id=turn.turn_id, error=error))
+    conclude(turn, "error", out, error)
+
+
+_OUTCOMES: dict[TurnState, TurnOutcome] = {
+    TurnState.FINISHED: "finished",
+    TurnState.FAILED: "failed",
+    TurnState.CANCELLED: "cancelled",
+}
+
+
+def conclude(
+    turn: Turn, stop: StopReason, out: Outputs, error: LLMErrorPayload | None = None
+) -> None:
+    """Tell the producer that the turn, now final, wants nothing more from it."""
+    out.commands.append(
+        TurnConcluded(
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            step=turn.step,
+            attempt=turn.attempt,
+            state=_OUTCOMES[turn.state],
+            stop_reason=stop,
+            message_id=message_id_of(turn.turn_id) if turn.committed_steps else None,
+            error=error,
+        )
+    )

@@ -2,7 +2,8 @@
 
 Position first: events of a final turn, duplicates (seq already seen in this attempt) and events
 of a superseded attempt (an older one, or the given-up one while a retry is awaited) are ignored
-and counted, never applied. A seq gap, or an event for an
+and counted, never applied. The EOF of an attempt that had already ended with its proof is
+expected, and counted apart (`eof`) from echoes that come late. A seq gap, or an event for an
 attempt that never started, raises `IllegalEvent`. An illegal event still consumes its seq, so
 what follows it applies normally.
 """
@@ -78,9 +79,11 @@ def open_turn(event: InboundEvent, config: CoreConfig) -> Turn:
 
 
 def position_of(turn: Turn, event: InboundEvent) -> str | None:
-    """Why the event is to be ignored (`late`, `superseded`, `duplicate`), or None to apply it."""
+    """Why the event is to be ignored (`eof`, `late`, `superseded`, `duplicate`), or None to
+    apply it."""
     if turn.state in FINAL_STATES:
-        return "late"
+        next_in_order = event.seq == turn.last_seq + 1
+        return "eof" if next_in_order and closes_proven_attempt(turn, event) else "late"
     if event.step == turn.step and event.attempt == turn.attempt and event.seq == turn.last_seq + 1:
         # The common case, the next event of the current attempt, in order.
         if turn.state is TurnState.RETRYING and not isinstance(event, _BETWEEN_ATTEMPTS):
@@ -106,6 +109,16 @@ def position_of(turn: Turn, event: InboundEvent) -> str | None:
         turn.skipped.append((expected, event.seq - 1))
         raise IllegalEvent(f"{event.turn_id}: seq gap, expected {expected}, got {event.seq}")
     return None
+
+
+def closes_proven_attempt(turn: Turn, event: InboundEvent) -> bool:
+    """The producer's EOF right after the proof that ended the attempt: the normal end of every
+    proven stream, not an anomaly."""
+    return (
+        isinstance(event, StreamClosed)
+        and (event.step, event.attempt) == (turn.step, turn.attempt)
+        and turn.state in (TurnState.FINISHED, TurnState.AWAITING_STEP)
+    )
 
 
 def _seen_or_regression(turn: Turn, event: InboundEvent) -> str:
@@ -181,9 +194,10 @@ def dispatch_lifecycle(turn: Turn, event: InboundEvent, config: CoreConfig, out:
 def on_attempt_end(
     turn: Turn, event: StreamError | StreamClosed, out: Outputs, config: CoreConfig
 ) -> None:
-    """EOF or an error; once the attempt is already over it is a late echo, ignored and counted."""
+    """EOF or an error; once the attempt is already over it is a late echo, ignored and counted
+    (`eof` for the EOF that follows a proof)."""
     if turn.state not in OPEN_ATTEMPT_STATES:
-        ignore(turn, out, "late")
+        ignore(turn, out, "eof" if closes_proven_attempt(turn, event) else "late")
         return
     if isinstance(event, StreamError):
         on_stream_error(turn, event, out, config)

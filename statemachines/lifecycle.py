@@ -11,10 +11,23 @@ from terminus.events.inbound import (
     ProviderTerminal,
     StreamError,
 )
-from terminus.events.outbound import MessageCommitted, StopReason, TurnFinished
+from terminus.events.outbound import (
+    MessageCommitted,
+    RequestedTool,
+    StopReason,
+    ToolsRequired,
+    TurnFinished,
+)
 from terminus.statemachines.config import CoreConfig
 from terminus.statemachines.contracts import proof_rule, synthesized_reason
-from terminus.statemachines.endings import discard_attempt, fail, fire, on_stream_error, truncate
+from terminus.statemachines.endings import (
+    conclude,
+    discard_attempt,
+    fail,
+    fire,
+    on_stream_error,
+    truncate,
+)
 from terminus.statemachines.errors import IllegalEvent
 from terminus.statemachines.outputs import Outputs, ignore
 from terminus.statemachines.projection import message_id_of, seal_step
@@ -149,10 +162,29 @@ def prove(turn: Turn, out: Outputs) -> None:
     )
     if reason == "tool-calls":
         fire(turn, "prove_tool_calls", out)
+        require_tools(turn, buf, out)
         return
     fire(turn, "prove", out)
     commit_step(turn, out)
     finish_turn(turn, STOP_REASONS[reason], out)
+
+
+def require_tools(turn: Turn, buf: AttemptBuf, out: Outputs) -> None:
+    """Ask the producer to run the step's complete tool calls that have no outcome yet."""
+    tools = [
+        RequestedTool(tool_call_id=t.tool_call_id, tool_name=t.name, input=t.input or {})
+        for t in buf.tools.values()
+        if t.called and t.output is None and t.error is None
+    ]
+    out.commands.append(
+        ToolsRequired(
+            session_id=turn.session_id,
+            turn_id=turn.turn_id,
+            step=turn.step + 1,
+            attempt=1,
+            tools=tools,
+        )
+    )
 
 
 def commit_step(turn: Turn, out: Outputs) -> None:
@@ -176,6 +208,7 @@ def finish_turn(turn: Turn, stop: StopReason, out: Outputs) -> None:
             session_id=turn.session_id, turn_id=turn.turn_id, stopReason=stop, usage=turn.usage
         )
     )
+    conclude(turn, stop, out)
 
 
 def on_turn_ended(turn: Turn, out: Outputs) -> None:

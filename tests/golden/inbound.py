@@ -69,11 +69,11 @@ def write_dir(directory: Path, settings: Settings, entries: list[LogEntry], dump
     lines = b"".join(msgspec.json.encode(e) + b"\n" for e in entries)
     (directory / LOG).write_bytes(lines)
     kept = {k: v for k, v in msgspec.structs.asdict(settings).items() if k not in NOT_RECORDED}
-    (directory / SETTINGS).write_bytes(_pretty(kept))
-    (directory / PROJECTIONS).write_bytes(_pretty(dump))
+    (directory / SETTINGS).write_bytes(pretty(kept))
+    (directory / PROJECTIONS).write_bytes(pretty(dump))
 
 
-def _pretty(value: object) -> bytes:
+def pretty(value: object) -> bytes:
     return msgspec.json.format(msgspec.json.encode(value, order="sorted"), indent=1) + b"\n"
 
 

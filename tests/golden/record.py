@@ -1,12 +1,18 @@
 """Record the golden log of a contract version (tests/golden/README.md); never run by the tests.
 
     .venv/bin/python -m tests.golden.record v1 [--redis redis://127.0.0.1:6379]
+    .venv/bin/python -m tests.golden.record v1 --reproject
+
 
 Publishes a varied workload through the real producer SDK into a fresh prefix, runs a worker until
 the pool is quiet and no stall is near, then writes the inbound log, the settings and the
 canonical dump of the projections. Before writing, it replays the log twice into other prefixes
 and refuses to write unless both replays dump exactly what the worker committed. A directory that
 already exists is never written again.
+
+`--reproject` is for a deliberate change of what the workers write (README.md, "Rules"): it
+replays the directory's unchanged log twice, and rewrites `projections.json` alone, only if both
+replays agree.
 """
 
 from __future__ import annotations
@@ -54,7 +60,7 @@ from terminus.statemachines.states import FINAL_STATES, TurnState
 from terminus.statemachines.turn import Turn
 
 from .dump import canonical_dump, first_difference
-from .inbound import HERE, read_log, read_projections, replay_dir, write_dir
+from .inbound import HERE, PROJECTIONS, pretty, read_log, read_projections, replay_dir, write_dir
 
 SETTINGS: Final = Settings(partitions=4, block_ms=100, lease_ttl_ms=1000, stall_timeout_ms=3000)
 FIXTURES: Final = HERE.parent / "fixtures" / "provider-streams"
@@ -284,19 +290,46 @@ async def check_and_write(redis: Redis, settings: Settings, directory: Path) -> 
     print(f"{directory}: {len(entries)} entries, {len(live)} projection keys")
 
 
+async def reproject(redis: Redis, directory: Path) -> None:
+    """Rewrite the directory's projections from its unchanged log, once two replays agree."""
+    prefix = f"golden-{uuid.uuid4().hex[:8]}"
+    dumps = []
+    try:
+        for run in ("a", "b"):
+            dumps.append(
+                await replay_dir(redis, directory, f"{prefix}-in-{run}", f"{prefix}-{run}")
+            )
+    finally:
+        for run in ("a", "b"):
+            await clear_prefix(redis, f"{prefix}-in-{run}")
+            await clear_prefix(redis, f"{prefix}-{run}")
+    difference = first_difference(dumps[0], dumps[1])
+    if difference is not None:
+        raise RuntimeError(f"two replays differ: {difference}")
+    (directory / PROJECTIONS).write_bytes(pretty(dumps[0]))
+    print(f"{directory / PROJECTIONS}: rewritten, {len(dumps[0])} projection keys")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("version", help="the contract version's directory name, e.g. v1")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379")
+    parser.add_argument(
+        "--reproject", action="store_true", help="rewrite projections.json from the log"
+    )
     args = parser.parse_args()
     directory = HERE / args.version
-    if directory.exists():
-        sys.exit(f"{directory} exists: a golden log is never recorded again (README.md)")
+    if directory.exists() != args.reproject:
+        sys.exit(
+            f"{directory} exists: a golden log is never recorded again (README.md)"
+            if directory.exists()
+            else f"{directory} does not exist: nothing to reproject"
+        )
 
     async def go() -> None:
         redis = Redis.from_url(args.redis)
         try:
-            await record(redis, directory)
+            await (reproject(redis, directory) if args.reproject else record(redis, directory))
         finally:
             await redis.aclose()
 

@@ -11,7 +11,13 @@ from factories import (
 )
 
 from terminus.events.inbound import Usage
-from terminus.events.outbound import AgentError, AttemptDiscarded, Retrying, RetryScheduled
+from terminus.events.outbound import (
+    AgentError,
+    AttemptDiscarded,
+    Retrying,
+    RetryScheduled,
+    TurnConcluded,
+)
 from terminus.statemachines.outputs import Outputs
 from terminus.statemachines.states import TurnState
 from terminus.statemachines.table import TABLE
@@ -85,9 +91,24 @@ def assert_failed_on_attempt(turn: Turn, out: Outputs, attempt: int) -> None:
     assert turn.state is S.FAILED
     assert turn.attempt == attempt
     assert len(frames_of(out, Retrying)) == attempt - 1
-    assert len(out.commands) == attempt - 1
-    one_agent_error(out)
+    assert len([c for c in out.commands if isinstance(c, RetryScheduled)]) == attempt - 1
+    error = one_agent_error(out).error
     assert isinstance(out.frames[-1], AgentError)
+    ended = concluded(out)
+    assert (ended.state, ended.stop_reason, ended.attempt, ended.error) == (
+        "failed",
+        "error",
+        attempt,
+        error,
+    )
+
+
+def concluded(out: Outputs) -> TurnConcluded:
+    """The turn's one `turn_concluded` command, the last one it gave."""
+    ended = [c for c in out.commands if isinstance(c, TurnConcluded)]
+    assert len(ended) == 1
+    assert out.commands[-1] is ended[0]
+    return ended[0]
 
 
 def streaming(s: Script) -> None:

@@ -13,6 +13,7 @@ from factories import (
 )
 from machine_checks import (
     S,
+    concluded,
     one_agent_error,
 )
 
@@ -74,7 +75,8 @@ def test_non_retryable_stream_error_fails_with_one_agent_error(
     error = one_agent_error(out).error
     assert (error.type, error.status, error.retryable) == (error_type, status, False)
     assert isinstance(out.frames[-1], AgentError)
-    assert not out.commands
+    assert out.commands == [concluded(out)]
+    assert (concluded(out).state, concluded(out).error) == ("failed", error)
     assert not out.messages
     assert [p.attempt for p in out.partials] == [1]
     assert out.partials[0].parts == [TextPart(part_id="a", text="partial")]

@@ -83,7 +83,8 @@ def test_events_of_a_final_turn_change_nothing(final: Callable[[], Script], late
     assert turn.state in FINAL_STATES
     count = len(s.events)
     late(s)
-    assert_ignored(turn, count, s, "late")
+    eof = final is _finished and late is LATE_EVENTS["stream-closed"]
+    assert_ignored(turn, count, s, "eof" if eof else "late")
 
 
 def test_duplicates_change_nothing() -> None:
@@ -117,7 +118,7 @@ def test_turn_snapshot_roundtrips_and_ignored_counters_are_counted() -> None:
     s.closed()
     s.closed()
     turn, _ = fold(s.events)
-    assert turn.ignored == {"late": 2}
+    assert turn.ignored == {"eof": 1, "late": 1}
     assert msgspec.json.decode(msgspec.json.encode(turn), type=Turn) == turn
 
 
@@ -133,6 +134,27 @@ def test_terminal_echo_in_awaiting_step_is_counted_as_ignored() -> None:
     assert turn.state is S.AWAITING_STEP
     assert len(out.ignored) == 1
     assert sum(turn.ignored.values()) == 1, "listed in Outputs.ignored but not counted"
+
+
+@pytest.mark.parametrize("tools", [False, True])
+def test_the_eof_after_a_proof_is_expected_not_late(tools: bool) -> None:
+    s = Script(contract="anthropic-messages")
+    if tools:
+        s.tool_call("c1")
+    s.prove("tool-calls" if tools else "stop", "tool_use" if tools else "end_turn")
+    turn, _ = fold(s.events)
+    s.closed()
+    out = Outputs()
+    turn, _ = evolve(turn, s.events[-1], out=out)
+    assert out == Outputs(ignored=["eof"])
+    assert turn.ignored == {"eof": 1}
+
+
+def test_an_eof_after_a_cancel_is_late() -> None:
+    s = _cancelled()
+    turn, _ = fold(s.events)
+    s.closed()
+    assert evolve(turn, s.events[-1])[1].ignored == ["late"]
 
 
 # --- illegal events --------------------------------------------------------------------------

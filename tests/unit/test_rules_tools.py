@@ -13,6 +13,7 @@ from machine_checks import (
     S,
     Step,
     assert_failed_on_attempt,
+    concluded,
     eof,
     run_attempts,
     streaming,
@@ -65,7 +66,8 @@ def test_max_tokens_inside_an_unclosed_tool_block_finishes_with_an_incomplete_to
     turn, out = fold(s.events)
     assert turn.state is S.FINISHED
     assert [f.stopReason for f in frames_of(out, TurnFinished)] == ["max_tokens"]
-    assert not out.commands
+    assert out.commands == [concluded(out)]
+    assert (concluded(out).state, concluded(out).stop_reason) == ("finished", "max_tokens")
     message = out.messages[-1]
     assert message.finish_reason == "length"
     (tool,) = [p for p in message.parts if isinstance(p, ToolPart)]

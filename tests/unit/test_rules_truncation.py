@@ -13,6 +13,7 @@ from machine_checks import (
     S,
     Step,
     assert_truncated_then_retrying,
+    concluded,
     one_agent_error,
     streaming,
 )
@@ -133,7 +134,8 @@ def test_genuine_finish_is_proof_under_ai_sdk(
     s.finish(reason, raw, output_tokens)
     turn, out = fold(s.events)
     assert turn.state is S.FINISHED
-    assert not out.commands
+    assert out.commands == [concluded(out)]
+    assert (concluded(out).state, concluded(out).stop_reason) == ("finished", stop)
     assert [f.stopReason for f in frames_of(out, TurnFinished)] == [stop]
     assert out.messages[-1].finish_reason == reason
 
@@ -159,6 +161,6 @@ def test_response_incomplete_is_proof_with_max_tokens(ending: Step, strict: bool
     turn, out = fold(s.events)
     assert turn.state is S.FINISHED
     assert [f.stopReason for f in frames_of(out, TurnFinished)] == ["max_tokens"]
-    assert not out.commands
+    assert out.commands == [concluded(out)]
     assert not frames_of(out, Retrying)
     assert out.messages[-1].finish_reason == "length"
