@@ -68,6 +68,11 @@ class ProviderAdapter(Protocol):
         """Consume one already-decoded `data:` payload."""
         ...
 
+    def at(self, ts_ms: int) -> None:
+        """Stamp the events made from now on with `ts_ms`: the producer's clock, since an
+        adapter has none (a replay must be exact)."""
+        ...
+
     def close(self) -> list[InboundEvent]:
         """EOF: flush what is pending, then `StreamClosed` unless the attempt ended in an error.
 

@@ -92,6 +92,11 @@ class StreamAdapter:
             self._on(payload)
         return self._take()
 
+    def at(self, ts_ms: int) -> None:
+        """Stamp the events made from now on with `ts_ms` (the producer's clock)."""
+        if ts_ms != self.ctx.ts_ms:
+            self.ctx = msgspec.structs.replace(self.ctx, ts_ms=ts_ms)
+
     def close(self) -> list[InboundEvent]:
         """EOF: flush what is pending, then `StreamClosed` unless a `StreamError` was emitted."""
         if self._closed:

@@ -59,7 +59,7 @@ async def publish_prepared(
         model=head.model if head else "",
         strict=head.strict if head else True,
         contract=head.contract if head else None,
-        ts_ms=head.ts_ms if head else 0,
+        ts_ms=head.ts_ms if head else None,
     )
     size = chunk or len(body) or 1
     for start in range(0, len(body), size):

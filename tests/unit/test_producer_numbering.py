@@ -80,10 +80,12 @@ async def test_events_made_elsewhere_are_numbered_as_the_attempts_next() -> None
     producer = Recording()
     turn = producer.turn("s", "t")
     await turn.start()
-    await turn.start_attempt(attempt=2, provider="p")
+    await turn.start_attempt(provider="p")
+    await turn.close_attempt()
+    await turn.start_attempt(provider="p")  # the retry: attempt 2
     foreign = TextDelta(session_id="x", turn_id="y", seq=-1, part_id="a", delta="hi")
     await turn.add([foreign, foreign])
-    assert [(e.session_id, e.turn_id, e.attempt, e.seq) for e in producer.published[2:]] == [
+    assert [(e.session_id, e.turn_id, e.attempt, e.seq) for e in producer.published[-2:]] == [
         ("s", "t", 2, 1),
         ("s", "t", 2, 2),
     ]

@@ -1,0 +1,254 @@
+"""One turn's events, numbered once and published attempt by attempt (service/sdk/producer.py).
+
+An attempt's events are numbered as they are made: the publisher's own and its adapter's take
+their seqs from one counter (`Seqs`), contiguous within each (step, attempt), and `ts_ms` from
+the producer's clock. Coalescing (`coalesce_ms` > 0) merges consecutive deltas of one part
+published within the window into one event: fewer entries and frames, at the price of up to
+`coalesce_ms` of added latency, and renumbers what it merged so no seq is skipped. The default,
+0, publishes every call at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from terminus.events.adapters import (
+    CONTRACTS,
+    AttemptContext,
+    ProviderAdapter,
+    Seqs,
+    http_error_event,
+    make_adapter,
+)
+from terminus.events.inbound import (
+    AttemptStarted,
+    Event,
+    InboundEvent,
+    ReasoningDelta,
+    StreamClosed,
+    StreamError,
+    TextDelta,
+    TurnStarted,
+)
+from terminus.service.sdk.attempts import AttemptOrder
+
+if TYPE_CHECKING:
+    from terminus.service.sdk.producer import Producer
+
+
+def coalesce(events: list[InboundEvent]) -> list[InboundEvent]:
+    """Merge runs of deltas of the same kind and part into one delta each, then number the
+    result from the first event's seq on, so the seqs stay contiguous."""
+    merged: list[InboundEvent] = []
+    for event in events:
+        last = merged[-1] if merged else None
+        if (
+            isinstance(event, TextDelta | ReasoningDelta)
+            and type(last) is type(event)
+            and last.part_id == event.part_id
+        ):
+            merged[-1] = msgspec.structs.replace(last, delta=last.delta + event.delta)
+        else:
+            merged.append(event)
+    first = events[0].seq if events else 0
+    return [
+        e if e.seq == first + n else msgspec.structs.replace(e, seq=first + n)
+        for n, e in enumerate(merged)
+    ]
+
+
+class TurnPublisher:
+    """Numbers one turn's events and publishes them, attempt by attempt."""
+
+    def __init__(self, producer: Producer, session_id: str, turn_id: str) -> None:
+        self.producer = producer
+        self.session_id, self.turn_id = session_id, turn_id
+        self.order = AttemptOrder()
+        self.seqs = Seqs()  # of the current attempt, shared with its adapter
+        self.adapter: ProviderAdapter | None = None
+        self.ended = False  # the current attempt has reported its end (an error or EOF)
+        self._buffer: list[InboundEvent] = []
+        self._flusher: asyncio.TimerHandle | None = None
+        self._late_flushes: set[asyncio.Task[None]] = set()
+        # Flushes run one at a time so entries reach Redis in seq order.
+        self._lock = asyncio.Lock()
+
+    @property
+    def step(self) -> int:
+        return self.order.step
+
+    @property
+    def attempt(self) -> int:
+        return self.order.attempt
+
+    async def start(self, max_attempts: int | None = None, ts_ms: int | None = None) -> None:
+        """Open the turn (`turn-started`)."""
+        await self.emit(TurnStarted, max_attempts=max_attempts, ts_ms=self._now(ts_ms))
+
+    async def start_attempt(
+        self,
+        *,
+        step: int | None = None,
+        attempt: int | None = None,
+        provider: str = "",
+        model: str = "",
+        strict: bool = True,
+        contract: str | None = None,
+        ts_ms: int | None = None,
+    ) -> None:
+        """Begin an attempt: by default the next one of the current step (the first, then a
+        retry); `step=n + 1` begins the next step. Raises `AttemptOrderError` for an attempt the
+        workers would refuse. The terminal contract defaults to the provider's own."""
+        await self.flush()
+        after_start = not self.order.started and self.seqs.next == 1
+        self.order.next(step, attempt)
+        if not after_start:  # attempt 1 of step 1 goes on after turn-started's seq
+            self.seqs = Seqs()
+        self.ended = False
+        ts_ms = self._now(ts_ms)
+        ctx = AttemptContext(
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            step=self.step,
+            attempt=self.attempt,
+            provider=provider,
+            model=model,
+            ts_ms=ts_ms,
+        )
+        self.adapter = make_adapter(provider, ctx, self.seqs) if provider in CONTRACTS else None
+        contract = contract or CONTRACTS.get(provider, "ai-sdk")
+        await self.emit(
+            AttemptStarted,
+            provider=provider,
+            model=model,
+            contract=contract,
+            strict=strict,
+            ts_ms=ts_ms,
+        )
+
+    async def feed_sse(self, text: str) -> None:
+        """Raw provider SSE of the current attempt, through the provider's adapter."""
+        await self._queue(self._adapter().feed_sse(text))
+
+    async def feed_bytes(self, data: bytes) -> None:
+        """Raw response bytes of the current attempt (SSE, a JSON array or event-stream frames,
+        sniffed), through the provider's adapter; a multi-byte character may span two calls."""
+        await self._queue(self._adapter().feed_bytes(data))
+
+    async def feed_payload(self, payload: Any) -> None:
+        await self._queue(self._adapter().feed_payload(payload))
+
+    async def close_attempt(self) -> None:
+        """The provider stream hit EOF, whole or cut anywhere (mid-line, mid-frame): adapters
+        flush what they hold and end the attempt with `stream-closed` (or the error it carried),
+        so a cut attempt is retried at once instead of waiting for the stall timer. A no-op once
+        the attempt has reported its end."""
+        if not self.ended:
+            self.ended = True
+            if self.adapter is not None:
+                self.adapter.at(self._now(None))
+                await self._queue(self.adapter.close())
+            else:
+                await self._queue([self._stamp(StreamClosed, ts_ms=self._now(None))])
+        await self.flush()
+
+    async def report_http_error(
+        self, status: int | None, headers: Mapping[str, str] | None, body: Any
+    ) -> None:
+        """The provider answered the attempt's request with an error (a non-2xx status, its
+        headers and body, as text, bytes or decoded JSON): the attempt ends with it, and the
+        workers classify it (docs/producers.md lists the headers they read)."""
+        ctx = AttemptContext(
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            step=self.step,
+            attempt=self.attempt,
+            ts_ms=self._now(None),
+        )
+        await self._end_with(http_error_event(ctx, self.seqs.take(), status, headers, body))
+
+    async def report_transport_error(self, error: BaseException | str) -> None:
+        """The request never got a response (refused, reset, timed out before the status): the
+        attempt ends as the provider being unavailable, which is retried. A stream cut after
+        the response began is a `close_attempt()`, not this."""
+        message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        event = self._stamp(StreamError, ts_ms=self._now(None), message=message or "no response")
+        await self._end_with(event)
+
+    async def _end_with(self, error: StreamError) -> None:
+        if self.ended:
+            raise RuntimeError(f"attempt {self.attempt} of turn {self.turn_id} already ended")
+        self.ended = True
+        await self._queue([error])
+        await self.flush()
+
+    async def emit(self, cls: type[Event], **fields: Any) -> None:
+        """Publish one event of the current attempt, made from its fields."""
+        fields.setdefault("ts_ms", self._now(None))
+        await self._queue([self._stamp(cls, **fields)])
+
+    async def add(self, events: Iterable[InboundEvent]) -> None:
+        """Publish events made elsewhere (a transcript, your own adapter) as the current
+        attempt's next ones: their session, turn, step, attempt and seq are set here."""
+        await self._queue([self._restamp(event) for event in events])
+
+    async def _queue(self, events: Iterable[InboundEvent]) -> None:
+        """Buffer events this attempt's counter numbered, then publish (now, or coalesced)."""
+        self._buffer.extend(events)
+        if self.producer.coalesce_ms <= 0:
+            await self.flush()
+        elif self._flusher is None:
+            loop = asyncio.get_running_loop()
+            self._flusher = loop.call_later(self.producer.coalesce_ms / 1000, self._flush_later)
+
+    async def flush(self) -> None:
+        """Publish what is buffered (coalesced first, if asked)."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            self._flusher = None
+        async with self._lock:
+            pending, self._buffer = self._buffer, []
+            if self.producer.coalesce_ms > 0 and pending:
+                pending = coalesce(pending)
+                self.seqs.next = pending[-1].seq + 1
+            if pending:
+                await self.producer.publish(pending)
+
+    def _flush_later(self) -> None:
+        self._flusher = None
+        task = asyncio.ensure_future(self.flush())
+        self._late_flushes.add(task)
+        task.add_done_callback(self._late_flushes.discard)
+
+    def _now(self, ts_ms: int | None) -> int:
+        return self.producer.now_ms() if ts_ms is None else ts_ms
+
+    def _stamp(self, cls: type[Event], **fields: Any) -> Any:
+        return cls(
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            step=self.step,
+            attempt=self.attempt,
+            seq=self.seqs.take(),
+            **fields,
+        )
+
+    def _restamp(self, event: InboundEvent) -> InboundEvent:
+        return msgspec.structs.replace(
+            event,
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            step=self.step,
+            attempt=self.attempt,
+            seq=self.seqs.take(),
+        )
+
+    def _adapter(self) -> ProviderAdapter:
+        if self.adapter is None:
+            raise RuntimeError("start an attempt with a known provider before feeding SSE")
+        self.adapter.at(self._now(None))
+        return self.adapter
