@@ -16,6 +16,9 @@ TerminusError
  +-- SubscriberTooSlow, SubscriptionBroken   a gateway subscriber must resume
  +-- SubscriberError                   the subscriber SDK's (service/sdk/updates.py)
  +-- Interrupted                       a subscriber source was cut; `subscribe` resumes
+ +-- AttemptOrderError (ValueError)    a producer started an attempt the workers would refuse
+ +-- TurnFailed, TurnCancelled         the turn runner's ends other than a message
+ +-- NoDecision (TimeoutError)         the workers decided nothing within the runner's timeout
  +-- PhaseError (AssertionError)       a partition owner moved outside its table: a bug
  +-- CommandError, SimulationError, TranscriptError   the command line's, one line each
 

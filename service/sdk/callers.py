@@ -1,0 +1,161 @@
+"""Provider calls for `TurnRunner`: one streaming HTTP request per attempt, on httpx.
+
+    call = anthropic(api_key, "claude-sonnet-4-5", {"max_tokens": 1024, "messages": [...]})
+    message = await TurnRunner(producer).run_turn("session-1", "turn-1", call)
+
+A call POSTs its body and streams the response bytes into the attempt; the provider's adapter
+reads them (service's events/adapters). A non-2xx answer is reported with its status, headers
+and body, so the workers classify it (`retry-after`, `retry-after-ms`, the `x-llm-error-*`
+headers of docs/producers.md, the provider's error object); a request that never got an answer
+is a transport error, retried as the provider being unavailable; a body cut anywhere ends the
+attempt as cut. The body may be a function of the attempt: a tool step's request carries the
+previous step's tool outcomes (`attempt.tool_outcomes`), a compacted one a shorter context.
+
+Bedrock's Converse API wants AWS SigV4 signatures: pass `sign`, which signs the request in place
+(botocore's `SigV4Auth`, for instance); terminus does not hold AWS credentials itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from terminus.service.sdk.runner import Attempt
+
+Body = Mapping[str, Any] | Callable[[Attempt], Mapping[str, Any]]
+Sign = Callable[[httpx.Request], Awaitable[None] | None]
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
+
+
+@dataclass
+class HttpCall:
+    """One provider's streaming request: where to send it, with what, read by which adapter."""
+
+    provider: str  # the adapter's name: anthropic, openai-responses, openai-chat, gemini, ...
+    model: str
+    url: str
+    body: Body
+    headers: Mapping[str, str] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # merged into every body
+    client: httpx.AsyncClient | None = None
+    sign: Sign | None = None
+    timeout: httpx.Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
+
+    async def __call__(self, attempt: Attempt) -> None:
+        body = self.body(attempt) if callable(self.body) else self.body
+        async with contextlib.AsyncExitStack() as stack:
+            client = self.client
+            if client is None:
+                client = await stack.enter_async_context(httpx.AsyncClient(timeout=self.timeout))
+            request = client.build_request(
+                "POST", self.url, json={**body, **self.extra}, headers=dict(self.headers)
+            )
+            if self.sign is not None:
+                signed = self.sign(request)
+                if signed is not None:
+                    await signed
+            await _stream(client, request, attempt)
+
+
+async def _stream(client: httpx.AsyncClient, request: httpx.Request, attempt: Attempt) -> None:
+    try:
+        response = await client.send(request, stream=True)
+    except httpx.TransportError as exc:
+        await attempt.report_transport_error(exc)
+        return
+    try:
+        if response.status_code >= 300:
+            await attempt.report_http_error(
+                response.status_code, dict(response.headers), await _body(response)
+            )
+            return
+        async for chunk in response.aiter_bytes():
+            await attempt.feed_bytes(chunk)
+    except httpx.TransportError:
+        return  # cut after the answer began: the runner closes the attempt, which reads as cut
+    finally:
+        await response.aclose()
+
+
+async def _body(response: httpx.Response) -> bytes:
+    """As much of an error body as arrives (a cut error body is still evidence)."""
+    chunks: list[bytes] = []
+    with contextlib.suppress(httpx.TransportError):
+        async for chunk in response.aiter_bytes():
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def anthropic(
+    api_key: str,
+    model: str,
+    body: Body,
+    *,
+    base_url: str = "https://api.anthropic.com",
+    version: str = "2023-06-01",
+    **options: Any,
+) -> HttpCall:
+    """Anthropic Messages, streamed (`POST /v1/messages`)."""
+    headers = {"x-api-key": api_key, "anthropic-version": version}
+    extra = {"model": model, "stream": True}
+    url = f"{base_url.rstrip('/')}/v1/messages"
+    return HttpCall("anthropic", model, url, body, headers, extra, **options)
+
+
+def openai_responses(
+    api_key: str,
+    model: str,
+    body: Body,
+    *,
+    base_url: str = "https://api.openai.com/v1",
+    **options: Any,
+) -> HttpCall:
+    """OpenAI Responses, streamed (`POST /responses`)."""
+    url = f"{base_url.rstrip('/')}/responses"
+    extra = {"model": model, "stream": True}
+    return HttpCall("openai-responses", model, url, body, _bearer(api_key), extra, **options)
+
+
+def openai_chat(
+    api_key: str,
+    model: str,
+    body: Body,
+    *,
+    base_url: str = "https://api.openai.com/v1",
+    **options: Any,
+) -> HttpCall:
+    """OpenAI Chat Completions and compatible servers, streamed, usage included."""
+    url = f"{base_url.rstrip('/')}/chat/completions"
+    extra = {"model": model, "stream": True, "stream_options": {"include_usage": True}}
+    return HttpCall("openai-chat", model, url, body, _bearer(api_key), extra, **options)
+
+
+def gemini(
+    api_key: str,
+    model: str,
+    body: Body,
+    *,
+    base_url: str = "https://generativelanguage.googleapis.com/v1beta",
+    **options: Any,
+) -> HttpCall:
+    """Gemini `streamGenerateContent` as SSE."""
+    url = f"{base_url.rstrip('/')}/models/{model}:streamGenerateContent?alt=sse"
+    return HttpCall("gemini", model, url, body, {"x-goog-api-key": api_key}, **options)
+
+
+def bedrock_converse(
+    region: str, model: str, body: Body, *, sign: Sign, base_url: str | None = None, **options: Any
+) -> HttpCall:
+    """Bedrock Converse, streamed (`POST /model/{id}/converse-stream`), signed by `sign`."""
+    base = base_url or f"https://bedrock-runtime.{region}.amazonaws.com"
+    url = f"{base.rstrip('/')}/model/{model}/converse-stream"
+    return HttpCall("bedrock-converse", model, url, body, sign=sign, **options)
+
+
+def _bearer(api_key: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {api_key}"}

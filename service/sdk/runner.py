@@ -1,0 +1,297 @@
+"""Run one turn from the producer's side, attempt by attempt, until the workers call it final.
+
+    runner = TurnRunner(producer)
+    message = await runner.run_turn("session-1", "turn-1", call)
+
+`call(attempt)` makes one provider request and streams the response into `attempt`
+(`attempt.feed_bytes(chunk)`, or `attempt.report_http_error(status, headers, body)`);
+service/sdk/callers.py has one for each provider terminus reads. The runner numbers the
+attempts, stamps every event with its clock, and after each attempt waits for the workers'
+decision on the commands stream: a retry (started `delay_ms` after the runner reads it), a
+compaction (`on_compaction`, then the next attempt), tools (`tools`, then the next step), or the
+end. It returns the persisted message, or raises `TurnFailed` carrying the typed error, or
+`TurnCancelled`. A cancel that arrives while a request runs stops that request.
+
+If the producer dies mid-turn, the workers' stall timer ends the turn, as for any producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from terminus.events.codec import decode_message
+from terminus.events.errors import LLMErrorPayload
+from terminus.events.inbound import ToolError, ToolResult, TurnEnded
+from terminus.events.outbound import (
+    CompactionRequired,
+    PersistedMessage,
+    ProducerCommand,
+    RequestedTool,
+    RetryScheduled,
+    ToolsRequired,
+    TurnConcluded,
+)
+from terminus.service import TerminusError
+from terminus.service.sdk.decisions import Decisions
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.publisher import TurnPublisher
+
+
+class TurnFailed(TerminusError):
+    """The workers failed the turn; `error` is the typed error every subscriber saw."""
+
+    def __init__(self, turn_id: str, error: LLMErrorPayload) -> None:
+        super().__init__(f"turn {turn_id} failed: {error.type}: {error.message}")
+        self.turn_id = turn_id
+        self.error = error
+
+
+class TurnCancelled(TerminusError):
+    """The turn was cancelled (by a user, or an operator) before it finished."""
+
+    def __init__(self, turn_id: str, message_id: str | None) -> None:
+        super().__init__(f"turn {turn_id} was cancelled")
+        self.turn_id = turn_id
+        self.message_id = message_id
+
+
+class NoDecision(TerminusError, TimeoutError):
+    """The workers decided nothing about the turn within the runner's `decision_timeout_s`."""
+
+
+@dataclass
+class ToolOutcome:
+    """What running one requested tool gave: its output, or its error."""
+
+    tool_call_id: str
+    output: str | None = None
+    error: str | None = None
+
+
+class Attempt:
+    """One provider request of the turn, as `call` sees it: where to stream the response."""
+
+    def __init__(
+        self,
+        publisher: TurnPublisher,
+        *,
+        after: ProducerCommand | None,
+        tool_outcomes: list[ToolOutcome],
+    ) -> None:
+        self.publisher = publisher
+        self.step, self.number = publisher.step, publisher.attempt
+        self.after = after  # the decision this attempt follows (None for the first)
+        self.tool_outcomes = tool_outcomes  # the previous step's, for this step's request
+
+    @property
+    def compact(self) -> bool:
+        """The workers asked for a compacted context before this attempt."""
+        return isinstance(self.after, CompactionRequired)
+
+    @property
+    def ended(self) -> bool:
+        return self.publisher.ended
+
+    async def feed_bytes(self, data: bytes) -> None:
+        await self.publisher.feed_bytes(data)
+
+    async def feed_sse(self, text: str) -> None:
+        await self.publisher.feed_sse(text)
+
+    async def report_http_error(
+        self, status: int | None, headers: Mapping[str, str] | None, body: Any
+    ) -> None:
+        await self.publisher.report_http_error(status, headers, body)
+
+    async def report_transport_error(self, error: BaseException | str) -> None:
+        await self.publisher.report_transport_error(error)
+
+
+class ProviderCall(Protocol):
+    async def __call__(self, attempt: Attempt) -> None: ...
+
+
+Tools = Callable[[ToolsRequired], Awaitable[list[ToolOutcome] | None]]
+Compaction = Callable[[CompactionRequired], Awaitable[None]]
+
+
+@dataclass
+class TurnRunner:
+    """Runs turns through `producer`; one runner serves any number of concurrent turns."""
+
+    producer: Producer
+    decision_timeout_s: float | None = None
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    decisions: Decisions = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.decisions = Decisions(self.producer.redis)
+
+    async def run_turn(
+        self,
+        session_id: str,
+        turn_id: str,
+        call: ProviderCall,
+        *,
+        provider: str | None = None,
+        model: str | None = None,
+        max_attempts: int | None = None,
+        tools: Tools | None = None,
+        on_compaction: Compaction | None = None,
+    ) -> PersistedMessage:
+        """Run the turn to its end; `provider` and `model` default to the call's own."""
+        provider = provider or str(getattr(call, "provider", ""))
+        model = model or str(getattr(call, "model", ""))
+        key = self.producer.keys(session_id).commands
+        queue = await self.decisions.watch(key, turn_id)
+        run = _Run(self, self.producer.turn(session_id, turn_id), queue, call, provider, model)
+        try:
+            await run.publisher.start(max_attempts)
+            return await run.until_concluded(tools, on_compaction)
+        finally:
+            self.decisions.forget(key, turn_id)
+
+    async def close(self) -> None:
+        await self.decisions.close()
+
+
+class _Run:
+    """One turn being run: its publisher, its decisions, its provider call."""
+
+    def __init__(
+        self,
+        runner: TurnRunner,
+        publisher: TurnPublisher,
+        queue: asyncio.Queue[ProducerCommand],
+        call: ProviderCall,
+        provider: str,
+        model: str,
+    ) -> None:
+        self.runner, self.publisher, self.queue = runner, publisher, queue
+        self.call, self.provider, self.model = call, provider, model
+
+    async def until_concluded(
+        self, tools: Tools | None, on_compaction: Compaction | None
+    ) -> PersistedMessage:
+        after: ProducerCommand | None = None
+        outcomes: list[ToolOutcome] = []
+        step = 1
+        while True:
+            await self.publisher.start_attempt(step=step, provider=self.provider, model=self.model)
+            decided = await self._attempt(
+                Attempt(self.publisher, after=after, tool_outcomes=outcomes)
+            )
+            match decided:
+                case TurnConcluded():
+                    return await self._concluded(decided)
+                case RetryScheduled():
+                    early = await self._pause(decided.delay_ms)
+                    if early is not None:  # a cancel while the retry waited
+                        return await self._concluded(early)
+                case CompactionRequired():
+                    if on_compaction is not None:
+                        await on_compaction(decided)
+                case ToolsRequired():
+                    ran = await self._run_tools(decided, tools)
+                    if ran is None:
+                        await self.publisher.emit(TurnEnded, reason="no next step")
+                        return await self._concluded(await self._next_decision())
+                    outcomes, step = ran, decided.step
+            after = decided
+
+    async def _attempt(self, attempt: Attempt) -> ProducerCommand:
+        """Make the request while watching for a decision; a decision that comes first (a
+        cancel, or the stall timer's) ends the request, which the workers no longer want."""
+        request = asyncio.ensure_future(self.call(attempt))
+        decision = asyncio.ensure_future(self.queue.get())
+        await asyncio.wait({request, decision}, return_when=asyncio.FIRST_COMPLETED)
+        if decision.done():
+            request.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await request
+            return decision.result()
+        decision.cancel()
+        error = request.exception()
+        if error is not None and not self.publisher.ended:
+            await self.publisher.report_transport_error(error)
+        await self.publisher.close_attempt()
+        return await self._next_decision()
+
+    async def _next_decision(self) -> ProducerCommand:
+        timeout = self.runner.decision_timeout_s
+        try:
+            return await asyncio.wait_for(self.queue.get(), timeout)
+        except TimeoutError:
+            raise NoDecision(
+                f"no decision about turn {self.publisher.turn_id} within {timeout} s"
+            ) from None
+
+    async def _pause(self, delay_ms: int) -> ProducerCommand | None:
+        """Wait out a retry's delay, counted from now; a decision meanwhile (a cancel, or the
+        stall timer's failure) ends the wait and is returned."""
+        nap = asyncio.ensure_future(self.runner.sleep(max(delay_ms, 0) / 1000))
+        decision = asyncio.ensure_future(self.queue.get())
+        await asyncio.wait({nap, decision}, return_when=asyncio.FIRST_COMPLETED)
+        nap.cancel()
+        if decision.done():
+            return decision.result()
+        decision.cancel()
+        return None
+
+    async def _run_tools(
+        self, required: ToolsRequired, tools: Tools | None
+    ) -> list[ToolOutcome] | None:
+        if tools is None:
+            raise TerminusError(
+                f"turn {required.turn_id} needs tools run "
+                f"({', '.join(t.tool_name for t in required.tools)}): pass tools= to run_turn"
+            )
+        outcomes = await tools(required)
+        for outcome in outcomes or []:
+            await self._publish_outcome(outcome)
+        return outcomes
+
+    async def _publish_outcome(self, outcome: ToolOutcome) -> None:
+        if outcome.error is not None:
+            await self.publisher.emit(
+                ToolError, tool_call_id=outcome.tool_call_id, error=outcome.error
+            )
+        else:
+            await self.publisher.emit(
+                ToolResult, tool_call_id=outcome.tool_call_id, output=outcome.output or ""
+            )
+
+    async def _concluded(self, decided: ProducerCommand) -> PersistedMessage:
+        if not isinstance(decided, TurnConcluded):
+            raise AssertionError(f"expected the turn's end, got {decided!r}")
+        if decided.state == "failed":
+            assert decided.error is not None
+            raise TurnFailed(decided.turn_id, decided.error)
+        if decided.state == "cancelled":
+            raise TurnCancelled(decided.turn_id, decided.message_id)
+        assert decided.message_id is not None
+        return await self._message(decided.message_id)
+
+    async def _message(self, message_id: str) -> PersistedMessage:
+        publisher = self.publisher
+        key = self.runner.producer.keys(publisher.session_id).messages(publisher.session_id)
+        raw = await self.runner.producer.redis.hget(key, message_id)
+        if raw is None:
+            raise TerminusError(f"message {message_id} of turn {publisher.turn_id} is not stored")
+        return decode_message(raw)
+
+
+__all__ = [
+    "Attempt",
+    "NoDecision",
+    "ProviderCall",
+    "RequestedTool",
+    "ToolOutcome",
+    "TurnCancelled",
+    "TurnFailed",
+    "TurnRunner",
+]
