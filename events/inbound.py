@@ -159,7 +159,12 @@ class AttemptStalled(Event, frozen=True, kw_only=True, tag="attempt-stalled"):
 
 
 class TurnCancelled(Event, frozen=True, kw_only=True, tag="turn-cancelled"):
+    """The turn is to end now. `external`: sent from outside the producer's numbering (a user's
+    Stop through the gateway, an operator's `terminus cancel`), so it applies at any position
+    while the turn is live; its step, attempt and seq then mean nothing (1, 1 and 0)."""
+
     reason: str = ""
+    external: bool = False
 
 
 class TurnEnded(Event, frozen=True, kw_only=True, tag="turn-ended"):

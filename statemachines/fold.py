@@ -54,6 +54,8 @@ def evolve(
     sink = Outputs() if out is None else out
     if turn is None:
         return open_turn(event, config), sink
+    if isinstance(event, TurnCancelled) and event.external:
+        return cancel_from_outside(turn, event, sink)
     ignored = position_of(turn, event)
     if ignored is not None:
         ignore(turn, sink, ignored)
@@ -76,6 +78,16 @@ def open_turn(event: InboundEvent, config: CoreConfig) -> Turn:
         attempt=event.attempt,
         last_seq=event.seq,
     )
+
+
+def cancel_from_outside(turn: Turn, event: TurnCancelled, out: Outputs) -> tuple[Turn, Outputs]:
+    """A cancel from outside the producer: applied where the turn is, unless it is final (a
+    second cancel, or one after the end, is late); it moves no seq of the producer's."""
+    if turn.state in FINAL_STATES:
+        ignore(turn, out, "late")
+    else:
+        lifecycle.on_turn_cancelled(turn, event.reason, out)
+    return turn, out
 
 
 def position_of(turn: Turn, event: InboundEvent) -> str | None:

@@ -8,6 +8,9 @@
                                      from closing an idle stream.
     GET /v1/sessions/{id}/messages   persisted messages in commit order, `?offset=&limit=`
     GET /v1/turns/{id}               a turn's state, attempts and current position
+    POST /v1/sessions/{id}/turns/{turn}/cancel   cancel a live turn (202; 404 unknown, 409 ended;
+                                     `?reason=`); a session token of that session or an operator
+                                     token (service/gateway/cancel.py)
     GET /healthz                     200 when Redis answers
     GET /metrics                     Prometheus text (operator token)
     /inspect, /v1/admin/turns, /v1/turns/{id}/timeline   the inspector (gateway/inspector.py)
@@ -51,6 +54,7 @@ from starlette.types import Receive, Scope, Send
 from terminus.events.codec import encode_json
 from terminus.events.outbound import AgentError, TurnFinished
 from terminus.service.fold.snapshots import SnapshotError
+from terminus.service.gateway.cancel import request_cancel
 from terminus.service.gateway.cursors import BadCursor, parse_cursor
 from terminus.service.gateway.hub import Hub, SubscriberTooSlow, SubscriptionBroken
 from terminus.service.gateway.inspector import NO_TURN, Inspector, archived_answer
@@ -160,6 +164,11 @@ def create_gateway(
         Route("/v1/sessions/{session_id}/updates", _guarded(h.updates)),
         Route("/v1/sessions/{session_id}/messages", _guarded(h.messages)),
         Route("/v1/turns/{turn_id}", _guarded(h.turn)),
+        Route(
+            "/v1/sessions/{session_id}/turns/{turn_id}/cancel",
+            _guarded(h.cancel),
+            methods=["POST"],
+        ),
         Route("/healthz", h.healthz),
         Route("/metrics", _guarded(h.metrics)),
         Route("/v1/session-cookie", _guarded(h.sign_in), methods=["POST"]),
@@ -266,6 +275,18 @@ class _Handlers:
         if found is None:
             raise _Denied(404, NO_TURN)
         return Response(encode_json(found), media_type="application/json")
+
+    async def cancel(self, request: Request) -> Response:
+        """A session's own token, or an operator's, may cancel one of its live turns."""
+        _, grant = self.grant_of(request)
+        session: str = request.path_params["session_id"]
+        if not grant.admin and grant.session != session:
+            raise _Denied(403, "token is not for this session")
+        reason = request.query_params.get("reason", "")
+        answer = await request_cancel(
+            self.redis, self.settings, session, request.path_params["turn_id"], reason
+        )
+        return JSONResponse(answer.body, status_code=answer.status)
 
     async def metrics(self, request: Request) -> Response:
         _, grant = self.grant_of(request)

@@ -211,6 +211,19 @@ class Script:
     def cancelled(self, reason: str = "user") -> None:
         self.emit(TurnCancelled, reason=reason)
 
+    def cancelled_from_outside(self, reason: str = "user") -> None:
+        """A cancel from the gateway or the CLI: outside the producer's numbering."""
+        cancel = TurnCancelled(
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            step=1,
+            attempt=1,
+            seq=0,
+            reason=reason,
+            external=True,
+        )
+        self.events.append(cancel)
+
     def ended(self) -> None:
         self.emit(TurnEnded, reason="no more tools")
 

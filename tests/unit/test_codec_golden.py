@@ -138,7 +138,10 @@ GOLDEN: Final[list[tuple[InboundEvent, bytes]]] = [
     ),
     (StreamClosed(**IDS), golden("stream-closed")),
     (AttemptStalled(**IDS, silent_ms=60_000), golden("attempt-stalled", b',"silent_ms":60000')),
-    (TurnCancelled(**IDS, reason="user"), golden("turn-cancelled", b',"reason":"user"')),
+    (
+        TurnCancelled(**IDS, reason="user"),
+        golden("turn-cancelled", b',"reason":"user","external":false'),
+    ),
     (TurnEnded(**IDS, reason="done"), golden("turn-ended", b',"reason":"done"')),
 ]
 GOLDEN_IDS: Final = [type_of(event) for event, _ in GOLDEN]
