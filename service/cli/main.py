@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from terminus.events.adapters import PROVIDERS
 from terminus.service.cli.archive import add_archive_command
+from terminus.service.cli.call import add_call_command
+from terminus.service.cli.cancel import add_cancel_command
 from terminus.service.cli.common import handler
 from terminus.service.cli.gateway import DEFAULT_HTTP, add_gateway_commands, host_port
 from terminus.service.cli.inspect import add_inspect_command
@@ -47,7 +49,14 @@ def _run(args: argparse.Namespace) -> int:
     from terminus.service.cli.run import run_service
 
     http = None if args.no_http else args.http
-    return run_service(_settings(), workers=args.workers, demo=args.demo, once=args.once, http=http)
+    return run_service(
+        _settings(),
+        workers=args.workers,
+        demo=args.demo,
+        once=args.once,
+        http=http,
+        embedded=args.embedded,
+    )
 
 
 def _worker(args: argparse.Namespace) -> int:
@@ -120,11 +129,17 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="the service: worker pool on Redis (embedded when none is configured)",
         description="Uses REDIS_URL, else a Redis on 127.0.0.1:6379, else starts an embedded "
-        "redis-server with AOF under ./var/redis. Ctrl-C stops everything cleanly.",
+        "redis-server with AOF under ./var/redis (--embedded: always that, on a free port). "
+        "Ctrl-C stops everything cleanly.",
     )
     run.add_argument("--workers", type=_positive, default=2, help="worker processes (default 2)")
     run.add_argument("--demo", action="store_true", help="also play the recorded demo turns")
     run.add_argument("--once", action="store_true", help="with --demo: exit when it is done")
+    run.add_argument(
+        "--embedded",
+        action="store_true",
+        help="always start a private embedded Redis, never use REDIS_URL or 127.0.0.1:6379",
+    )
     run.add_argument(
         "--http",
         type=host_port,
@@ -155,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_archive_command(sub)
     add_inspect_command(sub)
     add_publish_command(sub)
+    add_cancel_command(sub)
+    add_call_command(sub)
     add_gateway_commands(sub)
     return parser
 

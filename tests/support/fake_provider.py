@@ -37,11 +37,13 @@ class FakeProvider:
 
     replies: list[Reply]
     requests: list[bytes] = field(default_factory=list)
+    heads: list[bytes] = field(default_factory=list)  # each request's line and headers
     url: str = ""
     _held: list[asyncio.StreamWriter] = field(default_factory=list)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = await reader.readuntil(b"\r\n\r\n")
+        self.heads.append(head)
         length = next(
             (
                 int(line.split(b":", 1)[1])

@@ -1,0 +1,77 @@
+"""`terminus call`: the turn runner on the command line, against a fake provider over HTTP and a
+real worker. Frames are printed as they commit, then the message (exit 0) or the error (exit 1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from serving import running_worker
+
+from terminus.service.settings import Settings
+from tests.support.fake_provider import Reply, fake_provider
+
+ANTHROPIC = Path(__file__).parents[1] / "fixtures/provider-streams/anthropic"
+ANSWER = (ANTHROPIC / "text-basic-ping-sdk-python.sse").read_bytes().rstrip(b"\n") + b"\n\n"
+SSE = {"content-type": "text/event-stream"}
+REQUEST = {"model": "claude-x", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def call(
+    redis: Redis, prefix: str, tmp_path: Path, replies: list[Reply], turn: str
+) -> tuple[int, list[dict[str, Any]], bytes]:
+    """Run `terminus call` beside a worker; its exit status, its JSON lines and its stderr."""
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(REQUEST))
+    settings = Settings(prefix=prefix, partitions=4, block_ms=100)
+    async with running_worker(redis, settings), fake_provider(replies) as provider:
+        proc = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "terminus", "call", "--provider", "anthropic"),
+            *("--base-url", provider.url, "--session", "s-call", "--turn", turn),
+            str(request),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "ANTHROPIC_API_KEY": "test-key"},
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, [json.loads(line) for line in out.splitlines()], err
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, redis_env: None, prefix: str) -> None:
+    monkeypatch.setenv("TERMINUS_PREFIX", prefix)
+    monkeypatch.setenv("TERMINUS_PARTITIONS", "4")
+
+
+@pytest.mark.usefixtures("cli_env")
+async def test_a_cut_then_a_whole_answer_prints_the_discard_and_the_message(
+    redis: Redis, prefix: str, tmp_path: Path
+) -> None:
+    cut = Reply(200, ANSWER, SSE, cut_at=ANSWER.index(b"there"))
+    status, lines, err = await call(redis, prefix, tmp_path, [cut, Reply(200, ANSWER, SSE)], "t-ok")
+    assert status == 0, err
+    kinds = [line.get("sessionUpdate") for line in lines[:-1]]
+    assert kinds.count("attempt_discarded") == 1
+    assert kinds[-1] == "turn_finished"
+    assert lines[-1]["message_id"] == "msg-t-ok"
+    assert b"test-key" not in err
+
+
+@pytest.mark.usefixtures("cli_env")
+async def test_a_budget_error_exits_1_with_the_error_json(
+    redis: Redis, prefix: str, tmp_path: Path
+) -> None:
+    headers = {"content-type": "application/json", "x-llm-error-type": "budget"}
+    spent = Reply(402, b'{"error": {"message": "budget spent"}}', headers)
+    status, lines, err = await call(redis, prefix, tmp_path, [spent], "t-402")
+    assert status == 1, err
+    assert lines[-2]["sessionUpdate"] == "agent_error"
+    error = lines[-1]["error"]
+    assert (error["type"], error["retryable"], error["status"]) == ("budget", False, 402)

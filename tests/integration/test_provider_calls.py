@@ -1,0 +1,108 @@
+"""Each provider call of the SDK (service/sdk/callers.py) sends its provider's streaming request
+and reads the recorded answer of that provider to a persisted message, through real workers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import httpx
+import pytest
+from redis.asyncio import Redis
+from serving import running_worker
+
+from terminus.events.outbound import TextPart
+from terminus.service.sdk import callers
+from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.runner import TurnRunner
+from terminus.service.settings import Settings
+from tests.support.fake_provider import Reply, fake_provider
+
+STREAMS = Path(__file__).parents[1] / "fixtures/provider-streams"
+BODY = {"max_tokens": 64}
+
+
+def sse(path: str) -> bytes:
+    """A recorded SSE answer, ending with the blank line that ends its last event on the wire."""
+    return (STREAMS / path).read_bytes().rstrip(b"\r\n") + b"\n\n"
+
+
+def signed(request: httpx.Request) -> None:
+    request.headers["authorization"] = "AWS4-HMAC-SHA256 Credential=test"
+
+
+class Case(NamedTuple):
+    make: Callable[[str], callers.HttpCall]  # base URL -> the call
+    answer: bytes
+    content_type: str
+    path: bytes  # what the request line asks for
+    header: bytes  # a header line the request must carry
+
+
+CASES = {
+    "anthropic": Case(
+        lambda url: callers.anthropic("k-1", "claude-x", BODY, base_url=url),
+        sse("anthropic/text-recorded-fantasy.sse"),
+        "text/event-stream",
+        b"POST /v1/messages ",
+        b"x-api-key: k-1",
+    ),
+    "openai-responses": Case(
+        lambda url: callers.openai_responses("k-2", "gpt-x", BODY, base_url=url + "/v1"),
+        sse("openai-responses/text-completed-recorded-fantasy.sse"),
+        "text/event-stream",
+        b"POST /v1/responses ",
+        b"authorization: Bearer k-2",
+    ),
+    "openai-chat": Case(
+        lambda url: callers.openai_chat("k-3", "gpt-x", BODY, base_url=url + "/v1"),
+        sse("openai-chat/text-stop-usage-done-recorded-fantasy.sse"),
+        "text/event-stream",
+        b"POST /v1/chat/completions ",
+        b"authorization: Bearer k-3",
+    ),
+    "gemini": Case(
+        lambda url: callers.gemini("k-4", "gemini-x", BODY, base_url=url + "/v1beta"),
+        sse("gemini/multi-chunk-text-recorded-fantasy.sse"),
+        "text/event-stream",
+        b"POST /v1beta/models/gemini-x:streamGenerateContent?alt=sse ",
+        b"x-goog-api-key: k-4",
+    ),
+    "bedrock-converse": Case(
+        lambda url: callers.bedrock_converse(
+            "us-east-1", "nova-x", BODY, sign=signed, base_url=url
+        ),
+        (STREAMS / "bedrock/converse-stream-text-nova-lite-rig.eventstream").read_bytes(),
+        "application/vnd.amazon.eventstream",
+        b"POST /model/nova-x/converse-stream ",
+        b"authorization: AWS4-HMAC-SHA256 Credential=test",
+    ),
+}
+
+
+@pytest.fixture
+async def runner(redis: Redis, prefix: str) -> AsyncIterator[TurnRunner]:
+    settings = Settings(prefix=prefix, partitions=4, block_ms=100)
+    turn_runner = TurnRunner(Producer(redis, partitions=4, prefix=prefix), 30)
+    async with running_worker(redis, settings):
+        yield turn_runner
+    await turn_runner.close()
+
+
+@pytest.mark.parametrize("provider", list(CASES))
+async def test_each_call_reads_its_providers_answer(runner: TurnRunner, provider: str) -> None:
+    case = CASES[provider]
+    reply = Reply(200, case.answer, {"content-type": case.content_type})
+    async with fake_provider([reply]) as fake:
+        call = case.make(fake.url)
+        message = await runner.run_turn(f"s-{provider}", f"t-{provider}", call)
+    assert call.provider == provider
+    assert "".join(p.text for p in message.parts if isinstance(p, TextPart))
+    assert message.finish_reason == "stop"
+    head = fake.heads[0]
+    assert head.startswith(case.path), head
+    assert case.header in head.split(b"\r\n"), head
+    sent: dict[str, Any] = httpx.Response(200, content=fake.requests[0]).json()
+    assert sent["max_tokens"] == 64
+    assert sent.get("stream", True) is True
