@@ -5,7 +5,7 @@ slot; `prefix` defaults to `terminus` and lets replay build projections beside t
 
     {prefix}:{p}:in                 inbound log (stream), source of truth for replay
     {prefix}:{p}:session:<sid>      session updates for frontends (stream, MAXLEN ~)
-    {prefix}:{p}:commands           retry_scheduled / compaction_required (stream)
+    {prefix}:{p}:commands           what producers act on: retry, compact, tools, end (stream)
     {prefix}:{p}:dead               dead letters (stream)
     {prefix}:{p}:turn:<tid>         turn snapshot (string, msgpack), kept once final until released
     {prefix}:{p}:tail:<tid>         text of the snapshot's open attempt (string, JSON lines)

@@ -18,6 +18,7 @@
 | `TERMINUS_KEEP_PARTIAL` | 1 | keep a failed attempt as a partial record (0: discard) |
 | `TERMINUS_SESSION_MAXLEN` | 10000 | approximate cap of each session stream |
 | `TERMINUS_LOG_FORMAT` | `text` | `json`: one JSON object per log line (service/runtime/logs.py) |
+| `TERMINUS_LOG_LEVEL` | `info` | `debug`, `info`, `warning` or `error`: the service's log level |
 | `TERMINUS_ARCHIVE_DIR` | `./var/archive` | where archived log segments go (retention/archive.py) |
 | `TERMINUS_RETAIN_MS` | 0: off | archive final turns older than this (at least 2000), trim logs |
 | `TERMINUS_REDIS_CLUSTER` | 0 | 1: `REDIS_URL` names any node of a Redis Cluster |
@@ -31,7 +32,7 @@ The gateway's token keys are read by service/gateway/tokens.py (`TERMINUS_TOKEN_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 import msgspec
@@ -68,6 +69,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     keep_partial: bool = True
     session_maxlen: int = 10_000
     log_format: Literal["text", "json"] = "text"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
     archive_dir: str = "./var/archive"
     retain_ms: int = 0  # 0: no retention, the log is never trimmed by the workers
     redis_cluster: bool = False
@@ -122,12 +124,9 @@ def from_env(env: Mapping[str, str]) -> Settings:
     }
     if env.get("REDIS_URL"):
         values["redis_url"] = env["REDIS_URL"]
-    if env.get("TERMINUS_PREFIX"):
-        values["prefix"] = _prefix(env["TERMINUS_PREFIX"])
-    if env.get("TERMINUS_LOG_FORMAT"):
-        values["log_format"] = _log_format(env["TERMINUS_LOG_FORMAT"])
-    if env.get("TERMINUS_ARCHIVE_DIR"):
-        values["archive_dir"] = env["TERMINUS_ARCHIVE_DIR"]
+    for var, (name, parse) in _TEXTS.items():
+        if env.get(var):
+            values[name] = parse(env[var])
     if env.get("TERMINUS_RETAIN_MS", "").strip():
         values["retain_ms"] = _retain_ms(env)
     if "TERMINUS_RETRY_CAPS" in env:
@@ -190,8 +189,24 @@ def _log_format(text: str) -> str:
     return value
 
 
+def _log_level(text: str) -> str:
+    value = text.strip().lower()
+    if value not in ("debug", "info", "warning", "error"):
+        raise SettingsError(f"TERMINUS_LOG_LEVEL={text!r} must be debug, info, warning or error")
+    return value
+
+
 def _prefix(text: str) -> str:
     # A brace in the prefix would become the Cluster hash tag and scatter a commit across slots.
     if "{" in text or "}" in text:
         raise SettingsError(f"TERMINUS_PREFIX={text!r} must not contain braces")
     return text
+
+
+# Settings given as text: variable -> (field, parser that raises `SettingsError`).
+_TEXTS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "TERMINUS_PREFIX": ("prefix", _prefix),
+    "TERMINUS_LOG_FORMAT": ("log_format", _log_format),
+    "TERMINUS_LOG_LEVEL": ("log_level", _log_level),
+    "TERMINUS_ARCHIVE_DIR": ("archive_dir", str),
+}

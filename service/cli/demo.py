@@ -1,14 +1,15 @@
 """The demo workload: recorded transcripts that walk a new user through every path of a turn.
 
-Each scenario is the successive attempts of one turn. The demo is a real producer: it publishes
-an attempt through the SDK, paced like a live stream, then waits for the workers' verdict on the
-commands stream (`retry_scheduled`) before it publishes the next one. A watcher prints each
-transition and the frames that matter as the workers commit them, then the persisted message.
+Each scenario is the successive attempts of one turn. The demo is a real producer: the SDK's
+`TurnRunner` plays the recorded files as a provider's answers, paced like a live stream, and
+waits for the workers' decision after each, as it would with a real provider. A watcher prints
+each transition and the frames that matter as the workers commit them, then the persisted message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import uuid
 from pathlib import Path
@@ -17,20 +18,20 @@ from typing import TextIO
 import msgspec
 from redis.asyncio import Redis
 
-from terminus.events.codec import decode_command, decode_frame, decode_message
+from terminus.events.codec import decode_frame, decode_message
 from terminus.events.outbound import (
     AgentError,
     AttemptDiscarded,
     Retrying,
-    RetryScheduled,
     SessionUpdate,
     TextPart,
     TurnFinished,
 )
-from terminus.service.cli.feeding import publish_attempt
+from terminus.service.cli.feeding import TranscriptCall
 from terminus.service.keys import FIELD, START, Keys, partition_of
 from terminus.service.redis.replies import StreamReply, last_id, xread
 from terminus.service.sdk.producer import Producer
+from terminus.service.sdk.runner import TurnFailed, TurnRunner
 from terminus.service.settings import Settings
 from terminus.statemachines.outputs import Transition
 
@@ -91,19 +92,23 @@ async def run_demo(
     """Play every scenario against the running workers; returns each turn's final state."""
     run_id = uuid.uuid4().hex[:6]
     producer = Producer(redis, partitions=settings.partitions, prefix=settings.prefix)
+    runner = TurnRunner(producer, sleep=lambda seconds: _wait(seconds, stream))
     states: dict[str, str] = {}
-    for number, scenario in enumerate(SCENARIOS, start=1):
-        turn = DemoTurn(settings, run_id, number)
-        print(f"\n[{number}] {scenario.title} ({scenario.provider})", file=stream, flush=True)
-        await _play(redis, producer, scenario, turn, directory or DEMO_DIR, stream)
-        await _print_message(redis, turn, stream)
-        states[scenario.title] = turn.final_state
+    try:
+        for number, scenario in enumerate(SCENARIOS, start=1):
+            turn = DemoTurn(settings, run_id, number)
+            print(f"\n[{number}] {scenario.title} ({scenario.provider})", file=stream, flush=True)
+            await _play(redis, runner, scenario, turn, directory or DEMO_DIR, stream)
+            await _print_message(redis, turn, stream)
+            states[scenario.title] = turn.final_state
+    finally:
+        await runner.close()
     return states
 
 
 async def _play(
     redis: Redis,
-    producer: Producer,
+    runner: TurnRunner,
     scenario: Scenario,
     turn: DemoTurn,
     directory: Path,
@@ -111,44 +116,25 @@ async def _play(
 ) -> None:
     cursors = {
         turn.keys.transitions: await last_id(redis, turn.keys.transitions),
-        turn.keys.commands: await last_id(redis, turn.keys.commands),
         turn.keys.session(turn.session_id): START,
     }
-    watcher = asyncio.create_task(_watch(redis, turn, dict(cursors), stream))
-    publisher = producer.turn(turn.session_id, turn.turn_id)
-    await publisher.start()
-    for attempt, name in enumerate(scenario.files, start=1):
-        if attempt > 1 and not await _await_retry(redis, turn, cursors, attempt, stream):
-            break
-        await publish_attempt(
-            publisher, directory / name, scenario.provider, attempt=attempt, chunk=4, pace_s=PACE_S
-        )
+    watcher = asyncio.create_task(_watch(redis, turn, cursors, stream))
+    files = [directory / name for name in scenario.files]
+    call = TranscriptCall(scenario.provider, files, chunk=4, pace_s=PACE_S)
+    with contextlib.suppress(TurnFailed):  # the watcher shows its agent_error
+        await runner.run_turn(turn.session_id, turn.turn_id, call)
     await asyncio.wait_for(watcher, TURN_TIMEOUT_S)
 
 
-async def _await_retry(
-    redis: Redis, turn: DemoTurn, cursors: dict[str, str], attempt: int, stream: TextIO
-) -> bool:
-    """Wait, as a producer does, for the workers to schedule `attempt`; False if the turn ended."""
-    key = turn.keys.commands
-    while not turn.done.is_set():
-        reply = await xread(redis, {key: cursors[key]}, count=100, block=200)
-        for _, entries in reply:
-            for entry_id, fields in entries:
-                cursors[key] = entry_id.decode()
-                command = decode_command(fields[FIELD])
-                mine = command.turn_id == turn.turn_id and command.attempt == attempt
-                if mine and isinstance(command, RetryScheduled):
-                    wait_ms = min(command.delay_ms, MAX_WAIT_MS)
-                    print(f"    producer: retry_scheduled, waiting {wait_ms} ms", file=stream)
-                    await asyncio.sleep(wait_ms / 1000)
-                    return True
-    return False
+async def _wait(seconds: float, stream: TextIO) -> None:
+    """The runner's wait before a retry, shortened to keep the demo brisk."""
+    wait_ms = min(round(seconds * 1000), MAX_WAIT_MS)
+    print(f"    producer: retry_scheduled, waiting {wait_ms} ms", file=stream, flush=True)
+    await asyncio.sleep(wait_ms / 1000)
 
 
 async def _watch(redis: Redis, turn: DemoTurn, cursors: dict[str, str], stream: TextIO) -> None:
     """Print transitions and frames of the turn as they are committed, until it ends."""
-    del cursors[turn.keys.commands]
     while not turn.done.is_set():
         # A blocked XREAD returns only the stream that woke it; it is a wake-up call here, and
         # the read after it takes everything committed so far from both streams.

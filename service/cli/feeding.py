@@ -10,6 +10,8 @@ that follow it as the attempt's.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,6 +19,7 @@ from terminus.events.adapters import AttemptContext
 from terminus.events.inbound import AttemptStarted, InboundEvent
 from terminus.service.cli.transcripts import read_attempt
 from terminus.service.sdk.producer import TurnPublisher
+from terminus.service.sdk.runner import Attempt
 
 
 class PreparedAttempt(NamedTuple):
@@ -86,3 +89,35 @@ async def publish_attempt(
     await publish_prepared(
         turn, prepared, provider, attempt=attempt, step=step, chunk=chunk, pace_s=pace_s
     )
+
+
+@dataclass
+class TranscriptCall:
+    """A provider call for `TurnRunner` that answers attempt n with the n-th recorded file (the
+    last one again if the turn asks for more), `chunk` events at a time, `pace_s` apart."""
+
+    provider: str
+    files: Sequence[Path]
+    model: str = ""
+    chunk: int = 0
+    pace_s: float = 0.0
+    on_attempt: Callable[[Attempt, Path], Awaitable[None]] | None = None
+
+    async def __call__(self, attempt: Attempt) -> None:
+        path = self.files[min(attempt.number, len(self.files)) - 1]
+        if self.on_attempt is not None:
+            await self.on_attempt(attempt, path)
+        publisher = attempt.publisher
+        _, body = prepare_attempt(
+            path,
+            self.provider,
+            publisher.session_id,
+            publisher.turn_id,
+            attempt=attempt.number,
+            step=attempt.step,
+        )
+        size = self.chunk or len(body) or 1
+        for start in range(0, len(body), size):
+            await attempt.add(body[start : start + size])
+            if self.pace_s:
+                await asyncio.sleep(self.pace_s)

@@ -15,14 +15,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from terminus.service.cli.demo import run_demo
 from terminus.service.redaction import redacted_url
 from terminus.service.redis.connect import connect
-from terminus.service.redis.embedded import EmbeddedRedis, can_bind, ensure_redis
+from terminus.service.redis.embedded import LOCAL_URL, EmbeddedRedis, can_bind, ensure_redis
 from terminus.service.settings import Settings
 
 STOP_TIMEOUT_S: Final = 20.0
@@ -33,8 +33,15 @@ class Pool:
     """Service processes on one Redis URL (`size` workers, then any `extra` commands), each
     restarted when it dies."""
 
-    def __init__(self, url: str, size: int, extra: Sequence[Sequence[str]] = ()) -> None:
+    def __init__(
+        self,
+        url: str,
+        size: int,
+        extra: Sequence[Sequence[str]] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.url = url
+        self.env = dict(env or {})
         self.commands = [["worker"]] * size + [list(c) for c in extra]
         self.processes: list[subprocess.Popen[bytes]] = []
 
@@ -42,7 +49,7 @@ class Pool:
         self.processes = [self._spawn(c) for c in self.commands]
 
     def _spawn(self, command: Sequence[str]) -> subprocess.Popen[bytes]:
-        env = {**os.environ, "REDIS_URL": self.url}
+        env = {**os.environ, **self.env, "REDIS_URL": self.url}
         argv = [sys.executable, "-m", "terminus", *command]
         return subprocess.Popen(argv, env=env, start_new_session=True)
 
@@ -79,10 +86,11 @@ def run_service(
     demo: bool,
     once: bool,
     http: tuple[str, int] | None = None,
+    embedded: bool = False,
 ) -> int:
     """The main job; returns the exit code. Ctrl-C (SIGINT) or SIGTERM stop it cleanly."""
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    url, server = ensure_redis(settings, DATA_DIR)
+    url, server = ensure_redis(settings, DATA_DIR, embedded=embedded)
     extra = []
     if http is not None and can_bind(http[1], http[0]):
         extra.append(["gateway", "--http", f"{http[0]}:{http[1]}"])
@@ -97,7 +105,11 @@ def run_service(
             f"terminus: {http[0]}:{http[1]} is in use; no HTTP gateway (see --http)",
             file=sys.stderr,
         )
-    pool = Pool(url, workers, extra)
+    # The demo's own lines tell its story; the processes' INFO lines would drown them.
+    quiet = (
+        {"TERMINUS_LOG_LEVEL": "warning"} if demo and "TERMINUS_LOG_LEVEL" not in os.environ else {}
+    )
+    pool = Pool(url, workers, extra, quiet)
     print(
         f"terminus: Redis at {_where(url, server)}, {workers} worker(s), "
         f"{settings.partitions} partitions",
@@ -133,6 +145,8 @@ async def _demo(url: str, settings: Settings) -> None:
 
 
 def _where(url: str, server: EmbeddedRedis | None) -> str:
+    if server is None and url == LOCAL_URL:
+        return f"{redacted_url(url)} (found answering there; --embedded starts a private one)"
     if server is None:
         return redacted_url(url)
     return f"{redacted_url(url)} (embedded, AOF in {server.data_dir})"

@@ -21,7 +21,8 @@ async def serve_gateway(settings: Settings, secret: bytes | Keyring, host: str, 
     )  # a RedisCluster on a cluster: see terminus.service.redis.connect
     try:
         app = create_gateway(redis, settings, secret)
-        config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="off")
+        level = settings.log_level
+        config = uvicorn.Config(app, host=host, port=port, log_level=level, lifespan="off")
         # After Config (which configures uvicorn's loggers): a request line's `token=` is masked.
         logging.getLogger("uvicorn.access").addFilter(RedactTokens())
         await uvicorn.Server(config).serve()

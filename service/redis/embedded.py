@@ -204,10 +204,16 @@ class EmbeddedRedis:
         self.stop()
 
 
-def ensure_redis(settings: Settings, data_dir: Path) -> tuple[str, EmbeddedRedis | None]:
+def ensure_redis(
+    settings: Settings, data_dir: Path, *, embedded: bool = False
+) -> tuple[str, EmbeddedRedis | None]:
     """The Redis URL to use: REDIS_URL, else a server on 127.0.0.1:6379, else an embedded one
     started in `data_dir` (on 6379 if it can bind it, else a free port), returned too so that
-    the caller stops it."""
+    the caller stops it. `embedded`: always a private embedded one, on a free port, whatever
+    answers elsewhere (on a shared host, 6379 may be somebody else's)."""
+    if embedded:
+        server = EmbeddedRedis(data_dir).start()
+        return server.url, server
     if settings.redis_url:
         return settings.redis_url, None
     if answers_ping(LOCAL_URL):

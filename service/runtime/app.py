@@ -59,7 +59,7 @@ def create_app(settings: Settings | None = None) -> FastStream:
 
     @app.after_startup
     async def start() -> None:
-        logs.configure(settings.log_format)
+        logs.configure(settings.log_format, logs.level_of(settings.log_level))
         tune_gc()
         redis = (
             await broker.connect()
@@ -88,7 +88,7 @@ def _document_streams(broker: RedisBroker, settings: Settings) -> None:
     for stream, schema, text in (
         (sample.inbound, InboundEvent, "inbound events, appended by producers (field `e`)"),
         (sample.session("<sid>"), SessionUpdate, "session updates for frontends (field `e`)"),
-        (sample.commands, ProducerCommand, "retry_scheduled / compaction_required for producers"),
+        (sample.commands, ProducerCommand, "what producers act on (docs/producers.md)"),
     ):
         broker.publisher(
             stream=StreamSub(stream.replace(sample.root, pattern)),

@@ -59,6 +59,11 @@ def formatter(log_format: LogFormat) -> logging.Formatter:
     return JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
 
 
+def level_of(name: str) -> int:
+    """A `TERMINUS_LOG_LEVEL` name as a `logging` level."""
+    return logging.getLevelNamesMapping()[name.upper()]
+
+
 def configure(log_format: LogFormat = "text", level: int = logging.INFO) -> None:
     """One line per record on stderr, unless the host application configured logging itself."""
     root = logging.getLogger()

@@ -193,8 +193,12 @@ class TurnPublisher:
 
     async def add(self, events: Iterable[InboundEvent]) -> None:
         """Publish events made elsewhere (a transcript, your own adapter) as the current
-        attempt's next ones: their session, turn, step, attempt and seq are set here."""
-        await self._queue([self._restamp(event) for event in events])
+        attempt's next ones: their session, turn, step, attempt and seq are set here. A
+        `stream-closed` or `stream-error` among them ends the attempt."""
+        restamped = [self._restamp(event) for event in events]
+        if any(isinstance(event, StreamClosed | StreamError) for event in restamped):
+            self.ended = True
+        await self._queue(restamped)
 
     async def _queue(self, events: Iterable[InboundEvent]) -> None:
         """Buffer events this attempt's counter numbered, then publish (now, or coalesced)."""

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from terminus.events.codec import decode_message
 from terminus.events.errors import LLMErrorPayload
-from terminus.events.inbound import ToolError, ToolResult, TurnEnded
+from terminus.events.inbound import InboundEvent, ToolError, ToolResult, TurnEnded
 from terminus.events.outbound import (
     CompactionRequired,
     PersistedMessage,
@@ -109,6 +109,10 @@ class Attempt:
 
     async def report_transport_error(self, error: BaseException | str) -> None:
         await self.publisher.report_transport_error(error)
+
+    async def add(self, events: Iterable[InboundEvent]) -> None:
+        """Events made elsewhere (a recorded transcript), numbered as the attempt's next."""
+        await self.publisher.add(events)
 
 
 class ProviderCall(Protocol):

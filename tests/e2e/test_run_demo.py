@@ -208,6 +208,18 @@ async def test_run_demo_once_plays_every_scenario(terminus: Terminus) -> None:
     assert "overloaded until failure: failed" in stdout.splitlines()[-1]
     assert await leases(terminus.redis, terminus.prefix) == 0
     assert await terminus.worker_pids() == set()
+    # The demo's processes log warnings only: no "took partition" line per partition.
+    assert " INFO " not in stderr, stderr
+
+
+async def test_run_embedded_never_uses_the_configured_redis(terminus: Terminus) -> None:
+    process = await terminus.start("run", "--embedded", "--demo", "--once", "--no-http")
+    status = await exited(process)
+    stdout, stderr = terminus.output()
+    assert status == 0, stderr
+    assert "(embedded, AOF in" in stderr
+    assert stdout.count("final state: finished") == 4
+    assert await terminus.redis.exists(workers_key(terminus.prefix)) == 0, "the test's Redis"
 
 
 async def test_sigint_stops_run_cleanly(terminus: Terminus) -> None:

@@ -98,6 +98,9 @@ async def test_no_password_and_no_token_in_anything_printed_or_logged(
     run_dir.mkdir()
     terminus = Terminus(client, url, "secrets", run_dir)
     terminus.env["TERMINUS_TOKEN_SECRET"] = SECRET
+    # Every log line on: the demo quiets its processes unless a level is set, and the masking
+    # of the access log can only be seen where the access log is written.
+    terminus.env["TERMINUS_LOG_LEVEL"] = "info"
     port = free_port()
     now = int(time.time())
     tokens = {

@@ -35,6 +35,7 @@ from terminus.service.fold.applier import (
 from terminus.service.keys import FIELD, Keys
 from terminus.service.metrics.counters import Key, dead_class, field_of, key_of
 from terminus.service.metrics.worker import BUCKETS, WorkerMetrics, parse
+from terminus.service.runtime import logs
 from terminus.service.runtime.logs import JsonFormatter, log_notes
 from terminus.service.settings import SettingsError, from_env
 from terminus.statemachines.config import CoreConfig
@@ -248,3 +249,17 @@ def test_the_log_format_comes_from_the_environment(value: str, expected: str) ->
 def test_an_unknown_log_format_is_refused() -> None:
     with pytest.raises(SettingsError, match="TERMINUS_LOG_FORMAT='xml' must be text or json"):
         from_env({"TERMINUS_LOG_FORMAT": "xml"})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("WARNING", "warning"), (" debug ", "debug"), ("", "info")]
+)
+def test_the_log_level_comes_from_the_environment(value: str, expected: str) -> None:
+    settings = from_env({"TERMINUS_LOG_LEVEL": value})
+    assert settings.log_level == expected
+    assert logs.level_of(settings.log_level) == getattr(logging, expected.upper())
+
+
+def test_an_unknown_log_level_is_refused() -> None:
+    with pytest.raises(SettingsError, match="TERMINUS_LOG_LEVEL='loud' must be debug"):
+        from_env({"TERMINUS_LOG_LEVEL": "loud"})
