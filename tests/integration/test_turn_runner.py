@@ -13,10 +13,11 @@ import pytest
 from redis.asyncio import Redis
 from serving import running_worker
 
-from terminus.events.outbound import TextPart
+from terminus.events.outbound import CompactionRequired, TextPart, ToolPart, ToolsRequired
+from terminus.service.sdk.attempts import AttemptOrderError
 from terminus.service.sdk.callers import anthropic
 from terminus.service.sdk.producer import Producer
-from terminus.service.sdk.runner import TurnFailed, TurnRunner
+from terminus.service.sdk.runner import Attempt, ToolOutcome, TurnFailed, TurnRunner
 from terminus.service.settings import Settings
 from tests.support.fake_provider import Reply, fake_provider
 
@@ -157,3 +158,79 @@ async def test_a_refused_connection_is_retried_as_provider_unavailable(
         await turn_runner.run_turn("s-refused", "t-refused", call)
     assert failed.value.error.type == "provider_unavailable"
     assert len(sleeps) == 2
+
+
+TOOL_USE = (ANTHROPIC / "tool-use-recorded-fantasy.sse").read_bytes().rstrip(b"\n") + b"\n\n"
+OVERFLOW = json.loads(
+    (
+        ANTHROPIC / "http-400-input-plus-max-tokens-exceed-context-docker-agent-issue569.json"
+    ).read_text()
+)
+
+
+async def test_a_tool_step_runs_the_tools_then_the_next_step(
+    runner: tuple[TurnRunner, Sleeps],
+) -> None:
+    turn_runner, _ = runner
+    asked: list[ToolsRequired] = []
+
+    async def tools(required: ToolsRequired) -> list[ToolOutcome]:
+        asked.append(required)
+        return [ToolOutcome(t.tool_call_id, output="sunny, 21 C") for t in required.tools]
+
+    def body(attempt: Attempt) -> dict[str, Any]:
+        results = [{"id": o.tool_call_id, "content": o.output} for o in attempt.tool_outcomes]
+        return {"max_tokens": 64, "step": attempt.step, "results": results}
+
+    async with fake_provider([Reply(200, TOOL_USE, SSE), Reply(200, ANSWER, SSE)]) as provider:
+        call = anthropic("key", "claude-x", body, base_url=provider.url)
+        message = await turn_runner.run_turn("s-tools", "t-tools", call, tools=tools)
+    [required] = asked
+    [tool] = required.tools
+    assert (tool.tool_name, required.step) == ("weather", 2)
+    second = json.loads(provider.requests[1])
+    assert second["step"] == 2
+    assert second["results"] == [{"id": tool.tool_call_id, "content": "sunny, 21 C"}]
+    tools_done = [p for p in message.parts if isinstance(p, ToolPart)]
+    assert [(p.name, p.state, p.output) for p in tools_done] == [
+        ("weather", "completed", "sunny, 21 C")
+    ]
+    assert text_of(message.parts).endswith("Hello there!")
+
+
+async def test_a_context_overflow_asks_for_compaction_then_goes_on(
+    runner: tuple[TurnRunner, Sleeps],
+) -> None:
+    turn_runner, sleeps = runner
+    compacted: list[CompactionRequired] = []
+    seen: list[bool] = []
+
+    async def compact(command: CompactionRequired) -> None:
+        compacted.append(command)
+
+    def body(attempt: Attempt) -> dict[str, Any]:
+        seen.append(attempt.compact)
+        return {"max_tokens": 64}
+
+    overflow = Reply(
+        400, json.dumps(OVERFLOW["body"]).encode(), {"content-type": "application/json"}
+    )
+    async with fake_provider([overflow, Reply(200, ANSWER, SSE)]) as provider:
+        call = anthropic("key", "claude-x", body, base_url=provider.url)
+        message = await turn_runner.run_turn("s-ctx", "t-ctx", call, on_compaction=compact)
+    assert [c.error.type for c in compacted] == ["context_overflow"]
+    assert seen == [False, True]
+    assert text_of(message.parts) == "Hello there!"
+    assert not sleeps
+
+
+async def test_a_repeated_attempt_is_refused_before_it_is_published(
+    redis: Redis, prefix: str
+) -> None:
+    turn = Producer(redis, partitions=4, prefix=prefix).turn("s-order", "t-order")
+    await turn.start()
+    await turn.start_attempt(provider="anthropic")
+    with pytest.raises(AttemptOrderError, match="attempt 1 of step 1 cannot start"):
+        await turn.start_attempt(attempt=1, provider="anthropic")
+    inbound = Producer(redis, partitions=4, prefix=prefix).inbound_key("s-order")
+    assert await redis.xlen(inbound) == 2  # turn-started and the first attempt-started
