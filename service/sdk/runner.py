@@ -212,7 +212,7 @@ class _Run:
         cancel, or the stall timer's) ends the request, which the workers no longer want."""
         request = asyncio.ensure_future(self.call(attempt))
         decision = asyncio.ensure_future(self.queue.get())
-        await asyncio.wait({request, decision}, return_when=asyncio.FIRST_COMPLETED)
+        await _first(request, decision)
         if decision.done():
             request.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -239,7 +239,7 @@ class _Run:
         stall timer's failure) ends the wait and is returned."""
         nap = asyncio.ensure_future(self.runner.sleep(max(delay_ms, 0) / 1000))
         decision = asyncio.ensure_future(self.queue.get())
-        await asyncio.wait({nap, decision}, return_when=asyncio.FIRST_COMPLETED)
+        await _first(nap, decision)
         nap.cancel()
         if decision.done():
             return decision.result()
@@ -287,6 +287,17 @@ class _Run:
         if raw is None:
             raise TerminusError(f"message {message_id} of turn {publisher.turn_id} is not stored")
         return decode_message(raw)
+
+
+async def _first(*futures: asyncio.Future[Any]) -> None:
+    """Until the first of `futures` is done; if the caller is cancelled meanwhile (its own
+    request went away), none of them is left running."""
+    try:
+        await asyncio.wait(futures, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
 
 
 __all__ = [

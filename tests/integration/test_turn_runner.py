@@ -4,6 +4,8 @@ typed error (issue: "Adopted in an afternoon (1/2)")."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -234,3 +236,27 @@ async def test_a_repeated_attempt_is_refused_before_it_is_published(
         await turn.start_attempt(attempt=1, provider="anthropic")
     inbound = Producer(redis, partitions=4, prefix=prefix).inbound_key("s-order")
     assert await redis.xlen(inbound) == 2  # turn-started and the first attempt-started
+
+
+async def test_a_run_given_up_by_its_caller_leaves_no_request_running(
+    runner: tuple[TurnRunner, Sleeps],
+) -> None:
+    turn_runner, _ = runner
+    started, stopped = asyncio.Event(), asyncio.Event()
+
+    async def call(attempt: Attempt) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            stopped.set()
+            raise
+
+    running = asyncio.create_task(
+        turn_runner.run_turn("s-gone", "t-gone", call, provider="anthropic")
+    )
+    await asyncio.wait_for(started.wait(), 10)
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+    assert stopped.is_set()
