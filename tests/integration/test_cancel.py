@@ -6,6 +6,8 @@ discarded, subscribers get one frame saying so, and the producer one turn_conclu
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -113,3 +115,48 @@ async def test_a_cancel_is_refused_when_it_cannot_apply(
     assert answer.status_code == status, answer.text
     keys = keys_for_session(session, PARTITIONS, served.settings.prefix)
     assert await served.redis.xlen(keys.dead) == 0, "nothing was published to dead-letter"
+
+
+async def terminus(*args: str) -> tuple[int, str, str]:
+    """Run `terminus ARGS` with the environment the fixtures set; exit status and output."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "terminus",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.usefixtures("redis_env")
+async def test_terminus_cancel_ends_a_live_turn_once(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TERMINUS_PREFIX", served.settings.prefix)
+    monkeypatch.setenv("TERMINUS_PARTITIONS", str(PARTITIONS))
+    session, turn_id = "s-cli", "t-cli"
+    turn = Producer(served.redis, partitions=PARTITIONS, prefix=served.settings.prefix).turn(
+        session, turn_id
+    )
+    await turn.start()
+    await turn.start_attempt(provider="anthropic")
+    await turn.feed_bytes(HALF)
+    await until(lambda: streaming(served, session, turn_id), "the answer streaming")
+    status, out, err = await terminus("cancel", "--session", session, turn_id)
+    assert status == 0, err
+    assert json.loads(out)["cancel"] == "requested"
+
+    async def cancelled() -> bool:
+        frames = await session_updates(
+            served.redis, session, partitions=PARTITIONS, prefix=served.settings.prefix
+        )
+        return any(isinstance(f, TurnFinished) and f.stopReason == "cancelled" for f in frames)
+
+    await until(cancelled, "the turn cancelled")
+    status, _, err = await terminus("cancel", "--session", session, turn_id)
+    assert status == 1
+    assert "the turn has ended" in err
