@@ -18,6 +18,7 @@
 | `TERMINUS_KEEP_PARTIAL` | 1 | keep a failed attempt as a partial record (0: discard) |
 | `TERMINUS_SESSION_MAXLEN` | 10000 | approximate cap of each session stream |
 | `TERMINUS_LOG_FORMAT` | `text` | `json`: one JSON object per log line (service/runtime/logs.py) |
+| `TERMINUS_CORS_ORIGINS` | empty: off | origins whose pages may call the gateway (or `*`) |
 | `TERMINUS_LOG_LEVEL` | `info` | `debug`, `info`, `warning` or `error`: the service's log level |
 | `TERMINUS_ARCHIVE_DIR` | `./var/archive` | where archived log segments go (retention/archive.py) |
 | `TERMINUS_RETAIN_MS` | 0: off | archive final turns older than this (at least 2000), trim logs |
@@ -32,6 +33,7 @@ The gateway's token keys are read by service/gateway/tokens.py (`TERMINUS_TOKEN_
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Literal
 
@@ -75,6 +77,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_cluster: bool = False
     commit_wait_replicas: int = 0
     commit_wait_ms: int = 100
+    cors_origins: list[str] = msgspec.field(default_factory=list)
     max_streams_per_token: int = 8
 
     def __repr__(self) -> str:
@@ -114,6 +117,7 @@ _INTS = {
     "TERMINUS_COMMIT_WAIT_MS": "commit_wait_ms",
     "TERMINUS_MAX_STREAMS_PER_TOKEN": "max_streams_per_token",
 }
+_ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
 _FLAGS = {"TERMINUS_KEEP_PARTIAL": "keep_partial", "TERMINUS_REDIS_CLUSTER": "redis_cluster"}
 
 
@@ -133,6 +137,8 @@ def from_env(env: Mapping[str, str]) -> Settings:
         values["retry_caps"] = _caps(env["TERMINUS_RETRY_CAPS"])
     if "TERMINUS_COMMIT_WAIT_REPLICAS" in env:
         values["commit_wait_replicas"] = _count(env, "TERMINUS_COMMIT_WAIT_REPLICAS")
+    if env.get("TERMINUS_CORS_ORIGINS", "").strip():
+        values["cors_origins"] = _origins(env["TERMINUS_CORS_ORIGINS"])
     for var, name in _FLAGS.items():
         if var in env:
             values[name] = env[var].strip().lower() not in ("0", "false", "no")
@@ -194,6 +200,17 @@ def _log_level(text: str) -> str:
     if value not in ("debug", "info", "warning", "error"):
         raise SettingsError(f"TERMINUS_LOG_LEVEL={text!r} must be debug, info, warning or error")
     return value
+
+
+def _origins(text: str) -> list[str]:
+    """Comma-separated origins, each `scheme://host[:port]` as a browser sends it, or `*`."""
+    origins = [item.strip().rstrip("/") for item in text.split(",") if item.strip()]
+    for origin in origins:
+        if origin != "*" and not _ORIGIN.fullmatch(origin):
+            raise SettingsError(
+                f"TERMINUS_CORS_ORIGINS: {origin!r} is not an origin (scheme://host[:port])"
+            )
+    return origins
 
 
 def _prefix(text: str) -> str:

@@ -14,6 +14,7 @@ from terminus.service.cli.archive import add_archive_command
 from terminus.service.cli.call import add_call_command
 from terminus.service.cli.cancel import add_cancel_command
 from terminus.service.cli.common import handler
+from terminus.service.cli.contract import add_contract_command
 from terminus.service.cli.gateway import DEFAULT_HTTP, add_gateway_commands, host_port
 from terminus.service.cli.inspect import add_inspect_command
 from terminus.service.cli.publish import add_publish_command
@@ -172,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_publish_command(sub)
     add_cancel_command(sub)
     add_call_command(sub)
+    add_contract_command(sub)
     add_gateway_commands(sub)
     return parser
 

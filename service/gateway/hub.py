@@ -207,7 +207,7 @@ class Hub:
             watchers = self._subscribers.get(key)
             if not watchers or not entries:
                 continue
-            deliveries = [_delivery(entry) for entry in entries]
+            deliveries = [delivery_of(entry) for entry in entries]
             for delivery in deliveries:
                 for subscriber in list(watchers):
                     subscriber.offer(delivery, cursors[key])
@@ -217,7 +217,8 @@ class Hub:
                 self._positions[key] = last
 
 
-def _delivery(entry: StreamEntry) -> Delivery:
+def delivery_of(entry: StreamEntry) -> Delivery:
+    """A stream entry as a frame with its stored JSON and its SSE bytes."""
     fields = entry[1] or {}
     value = fields.get(FIELD, b"")
     raw = value if isinstance(value, bytes) else value.encode()

@@ -4,8 +4,9 @@
                                      `event:` its kind, `data:` its JSON as the worker stored it.
                                      Resume with `Last-Event-ID` (or `?from=`): every later frame,
                                      none twice. `?until_end=1` ends the stream after the first
-                                     `turn_finished` or `agent_error`. Comment pings keep proxies
-                                     from closing an idle stream.
+                                     `turn_finished` or `agent_error`; `?until_turn=T` after
+                                     turn T's (service/gateway/follow.py). Comment pings
+                                     keep proxies from closing an idle stream.
     GET /v1/sessions/{id}/messages   persisted messages in commit order, `?offset=&limit=`
     GET /v1/turns/{id}               a turn's state, attempts and current position
     POST /v1/sessions/{id}/turns/{turn}/cancel   cancel a live turn (202; 404 unknown, 409 ended;
@@ -52,11 +53,12 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from terminus.events.codec import encode_json
-from terminus.events.outbound import AgentError, TurnFinished
 from terminus.service.fold.snapshots import SnapshotError
 from terminus.service.gateway.cancel import request_cancel
+from terminus.service.gateway.cors import cors
 from terminus.service.gateway.cursors import BadCursor, parse_cursor
-from terminus.service.gateway.hub import Hub, SubscriberTooSlow, SubscriptionBroken
+from terminus.service.gateway.follow import ends_at, session_events
+from terminus.service.gateway.hub import Hub
 from terminus.service.gateway.inspector import NO_TURN, Inspector, archived_answer
 from terminus.service.gateway.params import BadParam, non_negative
 from terminus.service.gateway.sign_in import COOKIE, NoReferrer, cookie_header
@@ -69,7 +71,6 @@ from terminus.service.settings import Settings
 
 PING_S: Final = 15
 MAX_LIMIT: Final = 500
-ENDINGS: Final = (TurnFinished, AgentError)
 PROMETHEUS_TEXT: Final = "text/plain; version=0.0.4; charset=utf-8"
 RETRY_AFTER_S: Final = 1
 
@@ -182,7 +183,10 @@ def create_gateway(
         yield
         await hub.close()
 
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(NoReferrer)])
+    middleware = [Middleware(NoReferrer)]
+    if settings.cors_origins:
+        middleware.append(cors(settings.cors_origins))
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
 
 
 class _Handlers:
@@ -242,7 +246,12 @@ class _Handlers:
             release()
             raise
         until_end = request.query_params.get("until_end") in ("1", "true")
-        return _HeldStream(_events(self.hub, session, after, until_end), release)
+        until_turn = request.query_params.get("until_turn") or None
+        ends = ends_at(until_end, until_turn)
+        events = session_events(
+            self.hub, self.redis, self.settings, session, after, ends, until_turn
+        )
+        return _HeldStream(events, release)
 
     async def messages(self, request: Request) -> Response:
         _, session = self.session_grant(request)
@@ -328,24 +337,6 @@ class _Handlers:
         except Exception as exc:  # any failure to answer is "unhealthy", with its reason
             return JSONResponse({"ok": False, "redis": repr(exc)}, status_code=503)
         return JSONResponse({"ok": True})
-
-
-async def _events(
-    hub: Hub, session: str, after: str | None, until_end: bool
-) -> AsyncIterator[bytes]:
-    """The session's frames as encoded SSE events, every waiting frame in one chunk."""
-    try:
-        async for batch in hub.subscribe_batches(session, after):
-            if until_end:
-                end = next((n for n, d in enumerate(batch) if isinstance(d.frame, ENDINGS)), None)
-                if end is not None:
-                    yield b"".join(d.sse for d in batch[: end + 1])
-                    return
-            yield b"".join(d.sse for d in batch)
-    except SubscriberTooSlow:
-        return  # the client resumes from the last id it received
-    except SubscriptionBroken:
-        return  # its stream cannot be read: the hub went on for the others
 
 
 def _bearer(request: Request) -> str:

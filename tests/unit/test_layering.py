@@ -45,7 +45,10 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     "runtime": BASE | {"redis", "metrics", "fold", "retention"},
     # The gateway reads what the workers committed; it never runs or reaches into a worker.
     "gateway": BASE | {"redis", "metrics", "fold", "sdk"},
-    "cli": BASE | {"redis", "metrics", "fold", "sdk", "retention", "runtime", "gateway"},
+    # The published contract: the messages' types and the key layout, nothing that runs.
+    "contract": frozenset(("keys", EVENTS, MACHINES, ERRORS)),
+    "cli": BASE
+    | {"redis", "metrics", "fold", "sdk", "retention", "runtime", "gateway", "contract"},
     "terminus": frozenset(("sdk", "cli", ERRORS)),
 }
 WORKER_PARTS: Final = ("fold", "runtime", "retention", "gateway", "cli")
