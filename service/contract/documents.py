@@ -11,6 +11,7 @@ from terminus.events.inbound import InboundEvent
 from terminus.events.outbound import PartialRecord, PersistedMessage, ProducerCommand, SessionUpdate
 from terminus.service.contract.asyncapi import asyncapi
 from terminus.service.contract.openapi import OPENAPI_TYPES, openapi
+from terminus.service.contract.typescript import typescript
 
 Types = Mapping[str, Any]  # document stem -> the type it describes
 
@@ -48,6 +49,7 @@ def documents(types: Types | None = None) -> dict[str, bytes]:
     schemas = {**components, **dict(zip(names, roots, strict=True))}
     made["asyncapi.json"] = _encode(asyncapi(schemas))
     made["openapi.json"] = _encode(openapi(schemas))
+    made["contract.ts"] = typescript(schemas)
     return made
 
 

@@ -1,0 +1,19 @@
+// The terminus client for frontends: follow a session over the gateway's SSE, resuming across
+// cuts, and keep a live view in which the parts of discarded attempts vanish.
+export type * from "./contract.js";
+export { cursorAfter } from "./cursor.js";
+export {
+  SourceUnavailable,
+  SubscriberError,
+  SubscriptionDenied,
+  SubscriptionRefused,
+  UnreadableFrame,
+} from "./errors.js";
+export { LivePart, LiveSession, LiveTurn } from "./live.js";
+export type { PartKind, ToolStatus, TurnStatus } from "./live.js";
+export { SseParser } from "./sse.js";
+export type { ServerSentEvent } from "./sse.js";
+export { DEFAULT_BACKOFF, retryAfter, subscribe } from "./subscribe.js";
+export type { Backoff, SubscribeOptions } from "./subscribe.js";
+export { decoded } from "./update.js";
+export type { Update } from "./update.js";
