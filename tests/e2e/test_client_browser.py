@@ -16,10 +16,9 @@ from typing import Final, NamedTuple, cast
 from urllib.parse import urlencode
 
 import pytest
+from chromium import chromium, needs_chromium
 from redis.asyncio import Redis
 from selenium import webdriver
-from selenium.common.exceptions import WebDriverException
-from selenium.webdriver.chrome.service import Service
 from serving import running_worker, serving
 from starlette.applications import Starlette
 from starlette.responses import FileResponse
@@ -39,21 +38,15 @@ from terminus.service.gateway.tokens import mint
 from terminus.service.sdk.producer import Producer, TurnPublisher
 from terminus.service.settings import Settings
 
-CHROMIUM: Final = Path("/usr/bin/chromium")
-CHROMEDRIVER: Final = Path("/usr/bin/chromedriver")
 ROOT: Final = Path(__file__).resolve().parents[2]
 CLIENT: Final = ROOT / "clients" / "typescript" / "build" / "src"
 PAGE: Final = Path(__file__).parent / "client_page" / "index.html"
 PARTITIONS: Final = 4
 SECRET: Final = b"client-browser-secret-0123456789"
 DEADLINE_S: Final = 20.0
-FLAGS: Final = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage")
 
 pytestmark = [
-    pytest.mark.skipif(
-        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-        reason="needs Debian's chromium and chromium-driver packages (bash .ci/setup)",
-    ),
+    needs_chromium,
     pytest.mark.skipif(
         not (CLIENT / "index.js").exists(),
         reason="needs the built TypeScript client (cd clients/typescript && npm test)",
@@ -86,19 +79,8 @@ async def served(redis: Redis, prefix: str) -> AsyncIterator[Served]:
 
 @pytest.fixture
 async def browser() -> AsyncIterator[webdriver.Chrome]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in FLAGS:
-        options.add_argument(flag)
-    service = Service(executable_path=str(CHROMEDRIVER))
-    try:
-        driver = await asyncio.to_thread(webdriver.Chrome, options=options, service=service)
-    except WebDriverException as exc:
-        pytest.skip(f"chromium did not start: {exc.msg}")
-    try:
+    async with chromium() as driver:
         yield driver
-    finally:
-        await asyncio.to_thread(driver.quit)
 
 
 async def open_page(driver: webdriver.Chrome, served: Served, session: str, turn: str) -> None:

@@ -1,9 +1,8 @@
 """The inspector page in headless Chromium (Debian's `chromium` and `chromium-driver`), over a real
 Redis, a running worker and the gateway served by uvicorn on a loopback port.
 
-Selenium drives Debian's chromedriver, named explicitly so Selenium Manager never looks for (or
-downloads) a driver or a browser. The worker and the gateway share the test's event loop, so every
-blocking WebDriver call runs in a thread.
+The browser is tests/e2e/chromium.py's. The worker and the gateway share the test's event loop, so
+every blocking WebDriver call runs in a thread.
 
 `truncated` is never a resting state: the event that truncates an attempt also schedules the retry
 (or fails the turn), so the page shows it on the turn's path of states, in its timeline and on the
@@ -22,10 +21,10 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import pytest
+from chromium import chromium, needs_chromium
 from redis.asyncio import Redis
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
-from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from serving import serving
 
@@ -43,8 +42,6 @@ from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.producer import Producer, TurnPublisher
 from terminus.service.settings import Settings
 
-CHROMIUM: Final = Path("/usr/bin/chromium")
-CHROMEDRIVER: Final = Path("/usr/bin/chromedriver")
 DOCS_SHOT: Final = Path(__file__).resolve().parents[2] / "docs" / "inspector.png"
 PARTITIONS: Final = 4
 SECRET: Final = b"inspector-browser-secret-0123456"
@@ -52,19 +49,12 @@ DEADLINE_S: Final = 20.0
 WINDOW: Final = (1280, 960)
 LIVE: Final = "t-live-7f3a"
 CHROMIUM_FLAGS: Final = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
     "--hide-scrollbars",
     f"--window-size={WINDOW[0]},{WINDOW[1]}",
 )
 T = TypeVar("T")
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason="needs Debian's chromium and chromium-driver packages (bash .ci/setup installs them)",
-)
+pytestmark = needs_chromium
 
 
 class Served(NamedTuple):
@@ -142,24 +132,19 @@ async def served(redis: Redis, prefix: str) -> AsyncIterator[Served]:
 
 @pytest.fixture
 async def page() -> AsyncIterator[Page]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(executable_path=str(CHROMEDRIVER))
-    try:
-        driver = await asyncio.to_thread(webdriver.Chrome, options=options, service=service)
-    except WebDriverException as exc:
-        pytest.skip(f"chromium did not start: {exc.msg}")
-    viewport = {"width": WINDOW[0], "height": WINDOW[1], "deviceScaleFactor": 1, "mobile": False}
-    try:  # the window size includes the browser's frame; the screenshot is the viewport
+    logging = {"goog:loggingPrefs": {"browser": "ALL"}}
+    async with chromium(CHROMIUM_FLAGS, logging) as driver:
+        viewport = {
+            "width": WINDOW[0],
+            "height": WINDOW[1],
+            "deviceScaleFactor": 1,
+            "mobile": False,
+        }
+        # The window size includes the browser's frame; the screenshot is the viewport.
         await asyncio.to_thread(
             driver.execute_cdp_cmd, "Emulation.setDeviceMetricsOverride", viewport
         )
         yield Page(driver)
-    finally:
-        await asyncio.to_thread(driver.quit)
 
 
 async def attempt(turn: TurnPublisher, n: int, words: list[str]) -> None:
