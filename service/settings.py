@@ -25,6 +25,7 @@
 | `TERMINUS_REDIS_CLUSTER` | 0 | 1: `REDIS_URL` names any node of a Redis Cluster |
 | `TERMINUS_COMMIT_WAIT_REPLICAS` | 0 | >0: WAIT after each commit for this many replicas |
 | `TERMINUS_COMMIT_WAIT_MS` | 100 | how long that WAIT may block (a shortfall is logged) |
+| `TERMINUS_LINGER_MS` | 0 | after a wake-up, let entries gather this long before reading |
 | `TERMINUS_MAX_STREAMS_PER_TOKEN` | 8 | update streams a gateway token may hold open at once |
 
 The gateway's token keys are read by service/gateway/tokens.py (`TERMINUS_TOKEN_SECRETS`,
@@ -77,6 +78,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_cluster: bool = False
     commit_wait_replicas: int = 0
     commit_wait_ms: int = 100
+    linger_ms: int = 0  # after a wake-up, let entries gather this long (runtime/pump.py)
     cors_origins: list[str] = msgspec.field(default_factory=list)
     max_streams_per_token: int = 8
 
@@ -117,6 +119,10 @@ _INTS = {
     "TERMINUS_COMMIT_WAIT_MS": "commit_wait_ms",
     "TERMINUS_MAX_STREAMS_PER_TOKEN": "max_streams_per_token",
 }
+_COUNTS = {  # may be 0
+    "TERMINUS_COMMIT_WAIT_REPLICAS": "commit_wait_replicas",
+    "TERMINUS_LINGER_MS": "linger_ms",
+}
 _ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
 _FLAGS = {"TERMINUS_KEEP_PARTIAL": "keep_partial", "TERMINUS_REDIS_CLUSTER": "redis_cluster"}
 
@@ -126,19 +132,14 @@ def from_env(env: Mapping[str, str]) -> Settings:
     values: dict[str, object] = {
         name: _positive(env, var) for var, name in _INTS.items() if var in env
     }
-    if env.get("REDIS_URL"):
-        values["redis_url"] = env["REDIS_URL"]
     for var, (name, parse) in _TEXTS.items():
-        if env.get(var):
+        if env.get(var, "").strip():
             values[name] = parse(env[var])
     if env.get("TERMINUS_RETAIN_MS", "").strip():
         values["retain_ms"] = _retain_ms(env)
-    if "TERMINUS_RETRY_CAPS" in env:
-        values["retry_caps"] = _caps(env["TERMINUS_RETRY_CAPS"])
-    if "TERMINUS_COMMIT_WAIT_REPLICAS" in env:
-        values["commit_wait_replicas"] = _count(env, "TERMINUS_COMMIT_WAIT_REPLICAS")
-    if env.get("TERMINUS_CORS_ORIGINS", "").strip():
-        values["cors_origins"] = _origins(env["TERMINUS_CORS_ORIGINS"])
+    for var, name in _COUNTS.items():
+        if var in env:
+            values[name] = _count(env, var)
     for var, name in _FLAGS.items():
         if var in env:
             values[name] = env[var].strip().lower() not in ("0", "false", "no")
@@ -221,9 +222,12 @@ def _prefix(text: str) -> str:
 
 
 # Settings given as text: variable -> (field, parser that raises `SettingsError`).
-_TEXTS: dict[str, tuple[str, Callable[[str], str]]] = {
+_TEXTS: dict[str, tuple[str, Callable[[str], object]]] = {
+    "REDIS_URL": ("redis_url", str),
     "TERMINUS_PREFIX": ("prefix", _prefix),
     "TERMINUS_LOG_FORMAT": ("log_format", _log_format),
     "TERMINUS_LOG_LEVEL": ("log_level", _log_level),
     "TERMINUS_ARCHIVE_DIR": ("archive_dir", str),
+    "TERMINUS_RETRY_CAPS": ("retry_caps", _caps),
+    "TERMINUS_CORS_ORIGINS": ("cors_origins", _origins),
 }

@@ -35,6 +35,7 @@ import msgspec
 from redis.utils import HIREDIS_AVAILABLE
 
 from bench.common.procs import WorkerDied, raise_on_sigterm, redis_url
+from bench.e2e.by_rate import by_rate_phase
 from bench.e2e.phases import Run, drain_phase, latency_phase, raw_phase
 from bench.e2e.report import table
 from bench.e2e.workload import expected_frames, sized
@@ -76,6 +77,8 @@ async def measure_all(run: Run) -> dict[str, Any]:
     else:
         rate = report["e2e_events_per_s_1w"] * args.load
         report.update(await latency_phase(run, rate), latency_load=args.load)
+    if not args.no_by_rate:
+        report.update(await by_rate_phase(run, report))
     return verdicts(report)
 
 
@@ -157,6 +160,16 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="extra environment of the workers, e.g. TERMINUS_BLOCK_MS=100 (repeatable)",
     )
     parser.add_argument("--no-latency", action="store_true", help="skip the latency run")
+    parser.add_argument(
+        "--no-by-rate", action="store_true", help="skip CPU and latency by rate (bench.e2e.by_rate)"
+    )
+    parser.add_argument(
+        "--rates",
+        type=lambda text: tuple(float(r) for r in text.split(",")),
+        default=None,
+        help="rates for the by-rate table, comma-separated (default: 1k, 5k, 10k, 30k and "
+        "20/30/40%% of the drain)",
+    )
     parser.add_argument(
         "--cluster",
         action="store_true",
