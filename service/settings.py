@@ -25,7 +25,7 @@
 | `TERMINUS_REDIS_CLUSTER` | 0 | 1: `REDIS_URL` names any node of a Redis Cluster |
 | `TERMINUS_COMMIT_WAIT_REPLICAS` | 0 | >0: WAIT after each commit for this many replicas |
 | `TERMINUS_COMMIT_WAIT_MS` | 100 | how long that WAIT may block (a shortfall is logged) |
-| `TERMINUS_LINGER_MS` | 0 | after a wake-up, let entries gather this long before reading |
+| `TERMINUS_LINGER_MS` | 2 | let entries gather before a round that only reads (0: never) |
 | `TERMINUS_MAX_STREAMS_PER_TOKEN` | 8 | update streams a gateway token may hold open at once |
 
 The gateway's token keys are read by service/gateway/tokens.py (`TERMINUS_TOKEN_SECRETS`,
@@ -78,7 +78,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_cluster: bool = False
     commit_wait_replicas: int = 0
     commit_wait_ms: int = 100
-    linger_ms: int = 0  # after a wake-up, let entries gather this long (runtime/pump.py)
+    linger_ms: int = 2  # before a round that only reads, after a small one (runtime/pump.py)
     cors_origins: list[str] = msgspec.field(default_factory=list)
     max_streams_per_token: int = 8
 

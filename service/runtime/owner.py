@@ -148,6 +148,11 @@ class PartitionOwner:
         return self.phase is Phase.COMMIT or (self.phase is Phase.READ and not self.stopping)
 
     @property
+    def holds_batch(self) -> bool:
+        """Has a folded batch to commit (its next request is a commit)."""
+        return self.phase is Phase.COMMIT
+
+    @property
     def idle(self) -> bool:
         """Waits for its log to grow."""
         return self.phase is Phase.WAIT and not self.stopping

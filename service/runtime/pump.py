@@ -58,6 +58,7 @@ class Pump:
         self.running = False
         self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
         self._stopping = False
+        self._last_read = 0  # entries the last round read, all owners together
 
     def add(self, owner: PartitionOwner) -> None:
         self.owners[owner.partition] = owner
@@ -118,6 +119,8 @@ class Pump:
         await self._tick_stalls()
         busy = [o for o in self.owners.values() if o.busy]
         idle = [o for o in self.owners.values() if o.idle]
+        if busy and self._small(busy):
+            await self._linger()
         if busy:
             await self._step(busy, idle)
         else:
@@ -160,6 +163,7 @@ class Pump:
             await self._start_over(broken)
             return
         read: list[tuple[PartitionOwner, list[Entry]]] = []
+        self._last_read = 0
         for owner, reply in zip(busy, replies, strict=True):
             if owner.done:
                 continue  # dropped while its request was in flight
@@ -176,6 +180,7 @@ class Pump:
                     continue
                 if entries:
                     read.append((owner, entries))
+                    self._last_read += len(entries)
         self._wake(woken, idle)
         await self._fold(read)
 
@@ -246,11 +251,19 @@ class Pump:
             return
         await self._linger()
 
+    def _small(self, busy: list[PartitionOwner]) -> bool:
+        """A round that would only read, after a round that read little: worth a linger."""
+        if self.settings.linger_ms <= 0 or self._last_read >= self.settings.batch_size // 4:
+            return False
+        return not any(owner.holds_batch for owner in busy)
+
     async def _linger(self) -> None:
-        """After a wake-up, let more entries gather before reading them (`linger_ms`, in the
-        spirit of Kafka's linger.ms): at light load each round would otherwise carry one or two
-        entries, and a round costs the same for one entry as for hundreds. A busy pump never
-        waits here (its owners do not go idle), and an owner coming or going ends the wait."""
+        """Let more entries gather before reading them (`linger_ms`, in the spirit of Kafka's
+        linger.ms): at light load each round would otherwise carry one or two entries, and a
+        round costs about the same for one entry as for hundreds. Only a round that would only
+        read waits, after a wake-up or a round that read little: a commit is never held back,
+        and a loaded pump, whose rounds read full batches, never waits. An owner coming or
+        going ends the wait."""
         if self.settings.linger_ms > 0 and not self._changed.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), self.settings.linger_ms / 1000)
