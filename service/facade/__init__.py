@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         openai_chat,
         openai_responses,
     )
+    from terminus.service.sdk.cancel import cancel_turn
     from terminus.service.sdk.gateway_source import GatewaySource
     from terminus.service.sdk.live import LivePart, LiveSession, LiveTurn
     from terminus.service.sdk.producer import Producer, TurnPublisher
@@ -61,6 +62,7 @@ _HOMES: Final = {
         "openai_chat",
         "openai_responses",
     ),
+    "terminus.service.sdk.cancel": ("cancel_turn",),
     "terminus.service.sdk.producer": ("Producer", "TurnPublisher"),
     "terminus.service.sdk.runner": (
         "Attempt",
@@ -110,6 +112,7 @@ __all__ = [
     "Update",
     "anthropic",
     "bedrock_converse",
+    "cancel_turn",
     "gemini",
     "openai_chat",
     "openai_responses",
