@@ -6,7 +6,7 @@ the frame in its session stream; the core leaves it empty and the store fills it
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -96,6 +96,9 @@ class TurnFinished(Frame, frozen=True, kw_only=True, tag="turn_finished"):
     stopReason: StopReason
     usage: Usage
 
+
+# The frames that end a turn for its subscribers: a stream that follows one turn stops there.
+TURN_ENDINGS: Final = (TurnFinished, AgentError)
 
 SessionUpdate = (
     AgentMessageChunk

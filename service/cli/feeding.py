@@ -10,7 +10,7 @@ that follow it as the attempt's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -101,12 +101,9 @@ class TranscriptCall:
     model: str = ""
     chunk: int = 0
     pace_s: float = 0.0
-    on_attempt: Callable[[Attempt, Path], Awaitable[None]] | None = None
 
     async def __call__(self, attempt: Attempt) -> None:
         path = self.files[min(attempt.number, len(self.files)) - 1]
-        if self.on_attempt is not None:
-            await self.on_attempt(attempt, path)
         publisher = attempt.publisher
         _, body = prepare_attempt(
             path,

@@ -10,11 +10,10 @@ started yet (a frontend that subscribes before its producer starts) is waited fo
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Final
 
 from redis.asyncio import Redis
 
-from terminus.events.outbound import AgentError, SessionUpdate, TurnFinished
+from terminus.events.outbound import TURN_ENDINGS, SessionUpdate
 from terminus.service.gateway.hub import (
     Delivery,
     Hub,
@@ -28,16 +27,15 @@ from terminus.service.redis.replies import xrange
 from terminus.service.settings import Settings
 from terminus.statemachines.states import FINAL_STATES
 
-ENDINGS: Final = (TurnFinished, AgentError)
 Ends = Callable[[SessionUpdate], bool]
 
 
 def ends_at(until_end: bool, until_turn: str | None) -> Ends | None:
     """Which frame ends the stream, if any."""
     if until_turn is not None:
-        return lambda frame: isinstance(frame, ENDINGS) and frame.turn_id == until_turn
+        return lambda frame: isinstance(frame, TURN_ENDINGS) and frame.turn_id == until_turn
     if until_end:
-        return lambda frame: isinstance(frame, ENDINGS)
+        return lambda frame: isinstance(frame, TURN_ENDINGS)
     return None
 
 
@@ -47,10 +45,11 @@ async def session_events(
     settings: Settings,
     session: str,
     after: str | None,
-    ends: Ends | None,
+    until_end: bool = False,
     until_turn: str | None = None,
 ) -> AsyncIterator[bytes]:
     """The session's frames as encoded SSE events."""
+    ends = ends_at(until_end, until_turn)
     if until_turn is not None and await _has_ended(redis, settings, session, until_turn):
         for chunk in await _backlog(redis, settings, session, after, ends):
             yield chunk

@@ -57,7 +57,7 @@ from terminus.service.fold.snapshots import SnapshotError
 from terminus.service.gateway.cancel import request_cancel
 from terminus.service.gateway.cors import cors
 from terminus.service.gateway.cursors import BadCursor, parse_cursor
-from terminus.service.gateway.follow import ends_at, session_events
+from terminus.service.gateway.follow import session_events
 from terminus.service.gateway.hub import Hub
 from terminus.service.gateway.inspector import NO_TURN, Inspector, archived_answer
 from terminus.service.gateway.params import BadParam, non_negative
@@ -247,9 +247,8 @@ class _Handlers:
             raise
         until_end = request.query_params.get("until_end") in ("1", "true")
         until_turn = request.query_params.get("until_turn") or None
-        ends = ends_at(until_end, until_turn)
         events = session_events(
-            self.hub, self.redis, self.settings, session, after, ends, until_turn
+            self.hub, self.redis, self.settings, session, after, until_end, until_turn
         )
         return _HeldStream(events, release)
 

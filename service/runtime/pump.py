@@ -249,7 +249,7 @@ class Pump:
         except TRANSIENT as exc:
             await self._start_over(exc)
             return
-        await self._linger()
+        self._last_read = 0  # the woken owners' first round reads what gathered: it may linger
 
     def _small(self, busy: list[PartitionOwner]) -> bool:
         """A round that would only read, after a round that read little: worth a linger."""
@@ -261,10 +261,11 @@ class Pump:
         """Let more entries gather before reading them (`linger_ms`, in the spirit of Kafka's
         linger.ms): at light load each round would otherwise carry one or two entries, and a
         round costs about the same for one entry as for hundreds. Only a round that would only
-        read waits, after a wake-up or a round that read little: a commit is never held back,
+        read waits, after a wake-up or a round that read little (`_small`): a commit is never
+        held back,
         and a loaded pump, whose rounds read full batches, never waits. An owner coming or
         going ends the wait."""
-        if self.settings.linger_ms > 0 and not self._changed.is_set():
+        if not self._changed.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), self.settings.linger_ms / 1000)
 

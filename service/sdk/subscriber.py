@@ -37,9 +37,8 @@ import random
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Final
 
-from terminus.events.outbound import AgentError, TurnFinished
+from terminus.events.outbound import TURN_ENDINGS
 from terminus.service.sdk.gateway_source import GatewaySource
 from terminus.service.sdk.live import LivePart, LiveSession, LiveTurn
 from terminus.service.sdk.redis_source import RedisSource
@@ -71,8 +70,6 @@ __all__ = [
     "Update",
     "subscribe",
 ]
-
-ENDINGS: Final = (TurnFinished, AgentError)
 
 
 @dataclass(frozen=True)
@@ -114,7 +111,7 @@ async def subscribe(
 
 
 def _ends(update: Update, until_end: bool, until_turn: str | None) -> bool:
-    if not isinstance(update.frame, ENDINGS):
+    if not isinstance(update.frame, TURN_ENDINGS):
         return False
     return until_end or update.turn_id == until_turn
 
