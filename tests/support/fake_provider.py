@@ -59,10 +59,13 @@ class FakeProvider:
         lines += ["Connection: close", "", ""]
         writer.write("\r\n".join(lines).encode())
         body = reply.body if reply.cut_at is None else reply.body[: reply.cut_at]
-        for start in range(0, len(body), reply.chunk):
-            writer.write(body[start : start + reply.chunk])
-            await writer.drain()
-            await asyncio.sleep(0.001)
+        try:
+            for start in range(0, len(body), reply.chunk):
+                writer.write(body[start : start + reply.chunk])
+                await writer.drain()
+                await asyncio.sleep(0.001)
+        except ConnectionError:
+            return  # the client went away (a runner whose attempt the workers had decided)
         if reply.hold:
             self._held.append(writer)
             return
