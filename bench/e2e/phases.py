@@ -185,6 +185,9 @@ async def latency_phase(run: Run, rate: float) -> dict[str, Any]:
     report["latency_machine_busy_cores"] = _per_second(ours.machine_s, ours.seconds)
     report["latency_mean_batch"] = mean_batch(n, ours.server)
     report["latency_redis_forks"] = ours.server.forks
+    report["latency_calls_per_event"] = {
+        name: round(calls / n, 3) for name, (calls, _) in sorted(ours.server.commands.items())
+    }
     return report
 
 
@@ -243,6 +246,8 @@ def latency_report(
         "warmup_s": WARMUP_S,
         "latency_bench_cpu_us_per_event": ours.bench_cpu_s * 1e6 / events,
         "latency_redis_cpu_us_per_event": ours.server.cpu_s * 1e6 / events,
+        "baseline_redis_cpu_us_per_event": base.server.cpu_s * 1e6 / events,
+        "baseline_bench_cpu_us_per_event": base.bench_cpu_s * 1e6 / events,
     }
     ours_ms, base_ms = percentiles(ours.latencies), percentiles(base.latencies)
     report.update({f"{k}_ms": v for k, v in ours_ms.items()})

@@ -4,11 +4,14 @@ of them has work, one blocking XREAD over all of them while none has.
 Why one loop rather than a task per partition: with a task each, at half load every partition
 woke on its own for a few entries and spent three requests on them (wait, read, commit), each
 about 90 µs of client CPU; the worker saturated at half its drain rate and added a p99 of 280 ms
-(docs/performance.md). A round sends, in one pipeline, each busy owner's read or its commit
-joined with the read of its next batch (commit.lua does both), plus one non-blocking XREAD that
-tells which idle partitions received entries meanwhile. Owners still run independently: each has
-its own lease, fold and position, and one owner's lost lease or failed commit ends only that
-owner.
+(docs/performance.md). A round sends, in one pipeline, one call of round.lua that runs each busy
+owner's read or its commit joined with the read of its next batch (commit.lua does both), plus
+one non-blocking XREAD that tells which idle partitions received entries meanwhile. While
+entries flow, every caught-up owner reads again in the next round rather than waiting to be
+told (`_rouse`), and at light load rounds go at most every `linger_ms` (`_pace`), so that a
+round's fixed cost (a round trip, a script call) is shared by what gathered meanwhile. Owners
+still run independently: each has its own lease, fold and position, and one owner's lost lease
+or failed commit ends only that owner.
 
 On a Redis Cluster the round and the wait go per slot (service/runtime/wire.py); the loop is the
 same.
@@ -59,6 +62,7 @@ class Pump:
         self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
         self._stopping = False
         self._last_read = 0  # entries the last round read, all owners together
+        self._paced_from = 0.0  # monotonic time of the last round, or wake-up (`_pace`)
 
     def add(self, owner: PartitionOwner) -> None:
         self.owners[owner.partition] = owner
@@ -117,14 +121,22 @@ class Pump:
                 self._end(owner)
         await self._start_fresh()
         await self._tick_stalls()
+        if self._last_read:
+            self._rouse()
         busy = [o for o in self.owners.values() if o.busy]
         idle = [o for o in self.owners.values() if o.idle]
-        if busy and self._small(busy):
-            await self._linger()
         if busy:
+            await self._pace()
             await self._step(busy, idle)
         else:
             await self._wait(idle)
+
+    def _rouse(self) -> None:
+        """While entries flow, every caught-up owner reads again next round: asking is cheaper
+        than learning from an XREAD that its log grew and reading in the round after."""
+        for owner in self.owners.values():
+            if owner.idle:
+                owner.woken()
 
     async def _start_fresh(self) -> None:
         """Take over new owners (and restart broken ones): new epoch, group, drain."""
@@ -249,25 +261,23 @@ class Pump:
         except TRANSIENT as exc:
             await self._start_over(exc)
             return
-        self._last_read = 0  # the woken owners' first round reads what gathered: it may linger
+        self._paced_from = time.monotonic()  # the woken owners' round reads what gathers
 
-    def _small(self, busy: list[PartitionOwner]) -> bool:
-        """A round that would only read, after a round that read little: worth a linger."""
-        if self.settings.linger_ms <= 0 or self._last_read >= self.settings.batch_size // 4:
-            return False
-        return not any(owner.holds_batch for owner in busy)
-
-    async def _linger(self) -> None:
-        """Let more entries gather before reading them (`linger_ms`, in the spirit of Kafka's
-        linger.ms): at light load each round would otherwise carry one or two entries, and a
-        round costs about the same for one entry as for hundreds. Only a round that would only
-        read waits, after a wake-up or a round that read little (`_small`): a commit is never
-        held back,
-        and a loaded pump, whose rounds read full batches, never waits. An owner coming or
-        going ends the wait."""
-        if not self._changed.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), self.settings.linger_ms / 1000)
+    async def _pace(self) -> None:
+        """Rounds at light load go at most every `linger_ms` (in the spirit of Kafka's linger.ms):
+        a round costs about the same for one entry as for hundreds, so a round that follows
+        closely on the last, or on a wake-up, waits for the rest of `linger_ms` and carries what
+        gathered meanwhile. A round after one that read a load (a quarter of a batch) goes at
+        once: under load rounds are full and never wait. An owner coming or going ends the wait.
+        The price is latency: an entry waits up to one linger to be read and up to one more for
+        its commit (docs/performance.md, "The linger")."""
+        linger_s = self.settings.linger_ms / 1000
+        if linger_s > 0 and self._last_read < self.settings.batch_size // 4:
+            left = self._paced_from + linger_s - time.monotonic()
+            if left > 0 and not self._changed.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), left)
+        self._paced_from = time.monotonic()
 
     def _end(self, owner: PartitionOwner, error: BaseException | None = None) -> None:
         if self.owners.get(owner.partition) is owner:

@@ -1,7 +1,8 @@
 """How a pump's requests go on the wire: to one Redis, or to a Redis Cluster.
 
-One Redis: a round is one pipeline (every owner's EVALSHA, then one non-blocking XREAD over all
-idle partitions), and a wait is one blocking XREAD over all of them.
+One Redis: a round is one pipeline of one EVALSHA of round.lua, which runs every owner's read or
+commit-and-read, then one non-blocking XREAD over all idle partitions; a wait is one blocking
+XREAD over all of them.
 
 A cluster refuses a command whose keys span slots, and each partition is its own slot (`{p}`).
 So a round sends one XREAD per idle partition, and redis-py's cluster pipeline splits the round
@@ -59,26 +60,27 @@ class Wire:
         if self.cluster:
             await cast(RedisCluster, self.redis).initialize()  # a no-op once it knows the slots
         pipe = self.redis.pipeline(transaction=False)
-        waits = self._calls(pipe, calls)
+        sent = [bundle(calls)] if len(calls) > 1 and not self.cluster else list(calls)
+        waits = self._calls(pipe, sent)
         reads = [idle] if not self.cluster else [{k: v} for k, v in idle.items()]
         for streams in reads if idle else []:
             pipe.xread(cast(Any, streams), count=1)
         results = await execute(pipe, raise_on_error=False)
-        replies = results[: len(calls)]
-        self._check_waits(results[len(calls) : len(calls) + waits])
-        await self._redo_unknown(calls, replies)
+        replies = results[: len(sent)]
+        self._check_waits(results[len(sent) : len(sent) + waits])
+        await self._redo_unknown(sent, replies)
         woken: StreamReply = []
-        for reply in results[len(calls) + waits :]:
+        for reply in results[len(sent) + waits :]:
             if isinstance(reply, Exception):
                 raise reply
             woken.extend(reply or [])
-        return replies, woken
+        return unbundle(replies, len(calls)) if len(sent) < len(calls) else replies, woken
 
     def _calls(self, pipe: Any, calls: Sequence[Call]) -> int:
         """Queue the calls, then the WAITs of the connections that carry commits; how many."""
         for name, keys, args in calls:
             pipe.execute_command("EVALSHA", sha(name), len(keys), *keys, *args)
-        committing = [keys for name, keys, _ in calls if name == "commit"]
+        committing = [keys for name, keys, args in calls if commits(name, args)]
         if not self.replicas or not committing:
             return 0
         if not self.cluster:
@@ -165,3 +167,33 @@ class Wire:
         for k in keys:
             pipe.mget(k)
         return cast(list[list[bytes | None]], await execute(pipe))
+
+
+def bundle(calls: Sequence[Call]) -> Call:
+    """The calls as one call of round.lua (one Redis only: their keys span partitions)."""
+    keys: list[str] = []
+    heads: list[Value] = []
+    args: list[Value] = []
+    for name, call_keys, call_args in calls:
+        keys.extend(call_keys)
+        heads.extend((name, len(call_keys), len(call_args)))
+        args.extend(call_args)
+    return "round", keys, [len(calls), *heads, *args]
+
+
+def unbundle(replies: list[Any], calls: int) -> list[Any]:
+    """Each call's reply out of round.lua's; its error in every place if the script failed."""
+    [reply] = replies
+    if isinstance(reply, Exception):
+        return [reply] * calls
+    if not isinstance(reply, list) or len(reply) != calls:
+        return [RuntimeError(f"round.lua answered {reply!r:.200} for {calls} calls")] * calls
+    return reply
+
+
+def commits(name: str, args: Sequence[Value]) -> bool:
+    """Whether a call writes: a commit, or a round that holds one (`bundle`)."""
+    if name == "round":
+        calls = int(args[0])
+        return "commit" in [args[1 + 3 * n] for n in range(calls)]
+    return name == "commit"

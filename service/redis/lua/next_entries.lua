@@ -1,15 +1,15 @@
--- Included by read.lua and commit.lua (see service/redis/scripts.py): the owner's next entries.
--- KEYS[2] inbound stream, ARGV[2] group, ARGV[3] consumer. Returns {ids, payloads, tail}:
+-- Included by read_body.lua and commit_body.lua (see service/redis/scripts.py): the owner's next
+-- entries of `stream` for `consumer` of `group`. Returns {ids, payloads, tail}:
 -- payloads[i] is the value of field 'e' when that is the entry's only field (every entry the
 -- producer SDK writes), else the entry's flat field list, so the caller can dead-letter it.
 -- When nothing is new, tail is the id of the stream's last entry ('0-0' if empty), from which
 -- the caller's XREAD waits without missing an entry added in between; else it is ''.
-local function next_entries(count)
-  local reply = redis.call('XREADGROUP', 'GROUP', ARGV[2], ARGV[3], 'COUNT', count,
-    'STREAMS', KEYS[2], '>')
+local function next_entries(stream, group, consumer, count)
+  local reply = redis.call('XREADGROUP', 'GROUP', group, consumer, 'COUNT', count,
+    'STREAMS', stream, '>')
   local ids, payloads = {}, {}
   if not reply then
-    local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+    local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)
     return {ids, payloads, last[1] and last[1][1] or '0-0'}
   end
   for i, entry in ipairs(reply[1][2]) do

@@ -12,7 +12,5 @@ ARGV[1] lease value "<worker>:<epoch>", ARGV[2] group, ARGV[3] consumer, ARGV[4]
 Returns 0 if the lease is not ARGV[1]; else {ids, payloads, tail} as `next_entries` documents.
 ]]
 --!include next_entries
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
-end
-return next_entries(ARGV[4])
+--!include read_body
+return read_call(KEYS, ARGV)
