@@ -41,10 +41,12 @@ class WorkerConfig:
         batch_size: int,
         log_dir: Path,
         extra_env: Mapping[str, str] | None = None,
+        module: str = "terminus worker",
     ) -> None:
         self.url, self.prefix, self.partitions = url, prefix, partitions
         self.batch_size, self.log_dir = batch_size, log_dir
         self.extra_env = dict(extra_env or {})
+        self.module = module  # what each process runs: `python -m <module>`
 
     def env(self) -> dict[str, str]:
         """Ours, then the service's settings, then `extra_env` (which may override them)."""
@@ -68,7 +70,7 @@ class WorkerPool:
         self.log_path = config.log_dir / f"workers-{config.prefix}.log"
 
     def start(self) -> Self:
-        command = [sys.executable, "-m", "terminus", "worker"]
+        command = [sys.executable, "-m", *self.config.module.split()]
         with self.log_path.open("ab") as log:
             for _ in range(self.size):
                 self.processes.append(

@@ -117,6 +117,18 @@ async def wait_owned(redis: Redis, prefix: str, partitions: int, timeout_s: floa
     raise TimeoutError(f"workers did not take all {partitions} partitions in {timeout_s:.0f}s")
 
 
+async def wait_grouped(redis: Redis, prefix: str, partitions: int, timeout_s: float) -> None:
+    """Until every partition's inbound log has our group (the peer's process is up)."""
+    streams = [Keys(p, prefix).inbound for p in range(partitions)]
+    deadline = perf_counter() + timeout_s
+    while perf_counter() < deadline:
+        with contextlib.suppress(ResponseError):  # no such key yet
+            if all(await groups(redis, streams)):
+                return
+        await asyncio.sleep(POLL_S)
+    raise TimeoutError(f"no group on all {partitions} partitions in {timeout_s:.0f}s")
+
+
 class ServerUsage(NamedTuple):
     """Redis main-process CPU seconds, forks (AOF rewrites) and, per command, (calls,
     microseconds) so far."""

@@ -2,7 +2,8 @@
 
     python -m bench.e2e [--events 150000] [--partitions 16] [--json] [--redis-url URL] [--cluster]
                         [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
-                        [--rate EVENTS_PER_S] [--no-latency]
+                        [--rate EVENTS_PER_S] [--no-latency] [--no-by-rate] [--no-peer]
+                        [--rates R1,R2,...]
 
 (a) raw: the workload's entries XADDed (pipelined), then drained by XREADGROUP COUNT batch + XACK
     with no processing, one task per partition; (a) and (b) are best of `--repeat` runs;
@@ -10,6 +11,8 @@
     under another prefix, 2) `python -m terminus worker` processes started; the rate counts from
     the first entry a worker reads until every entry is acked (its frames are then visible), and
     from the spawn of the processes too (Python start-up and lease taking included);
+(p) peer: the same drain through the peer (`python -m bench.peer`: a FastStream per-message
+    stream subscriber folding through the same core), one process, one run;
 (c) latency: a paced producer at half (`--load`) the 1-worker rate for `--seconds`, a reader
     XREADing the session streams; per delta frame, the time from publish to the reader seeing
     it, after a warm-up second. Baseline: the same paced XADD + XREAD with no worker between.
@@ -36,7 +39,7 @@ from redis.utils import HIREDIS_AVAILABLE
 
 from bench.common.procs import WorkerDied, raise_on_sigterm, redis_url
 from bench.e2e.by_rate import by_rate_phase
-from bench.e2e.phases import Run, drain_phase, latency_phase, raw_phase
+from bench.e2e.phases import PEER, Run, drain_phase, latency_phase, raw_phase
 from bench.e2e.report import table
 from bench.e2e.workload import expected_frames, sized
 from terminus.events.inbound import InboundEvent
@@ -68,9 +71,16 @@ async def measure_all(run: Run) -> dict[str, Any]:
     for w in (1, 2):
         drain = partial(drain_phase, run, events, w)
         report.update(await best_of(args.repeat, f"e2e_events_per_s_{w}w", drain))
-    for suffix in ("1w", "2w"):
-        report[f"ratio_{suffix}"] = (
-            report[f"e2e_events_per_s_{suffix}"] / report["raw_events_per_s"]
+    if not args.no_peer:
+        drain = partial(drain_phase, run, events, 1, PEER)
+        report.update(await best_of(1, "e2e_events_per_s_peer", drain))
+    for suffix in ("1w", "2w", "peer"):
+        if f"e2e_events_per_s_{suffix}" in report:
+            rate = report[f"e2e_events_per_s_{suffix}"]
+            report[f"ratio_{suffix}"] = rate / report["raw_events_per_s"]
+    if not args.no_peer:
+        report["terminus_over_peer_drain"] = (
+            report["e2e_events_per_s_1w"] / report["e2e_events_per_s_peer"]
         )
     if args.no_latency:
         report.update(dict.fromkeys(("p50_ms", "p99_ms", "p999_ms", "baseline_p99_ms")))
@@ -162,6 +172,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-latency", action="store_true", help="skip the latency run")
     parser.add_argument(
         "--no-by-rate", action="store_true", help="skip CPU and latency by rate (bench.e2e.by_rate)"
+    )
+    parser.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="skip the peer (bench/peer: a FastStream subscriber a user would write instead)",
     )
     parser.add_argument(
         "--rates",

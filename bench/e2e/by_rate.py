@@ -1,11 +1,13 @@
 """CPU and added latency by rate: what a deployment pays at the loads users run, not only at
 the drain (issue "Cheap at the loads users run", item 2).
 
-For each rate (1k, 5k, 10k and 30k events/s, and 20, 30 and 40% of the measured one-worker
-drain), the latency phase (`bench.e2e.phases.latency_phase`) publishes at that rate through one
+For each rate (1k, 5k, 10k and 30k events/s, 20, 30 and 40% of the measured one-worker drain,
+and 30 and 60% of the peer's), the latency phase (`bench.e2e.phases.latency_phase`) publishes at that rate through one
 worker and straight to the session streams (the raw loop, the floor). A row keeps the added
 latency (terminus minus the raw loop at the same percentile), the raw loop's p99, and the
-worker's and Redis's CPU per event. An idle phase measures what a worker burns at 0 events/s.
+worker's and Redis's CPU per event. Where the peer (bench/peer) was measured, so is it, at the
+rates up to `PEER_SHARE` of its own drain: past that it falls behind for good. An idle phase
+measures what a worker burns at 0 events/s.
 """
 
 from __future__ import annotations
@@ -21,20 +23,30 @@ RATES: Final = (1_000, 5_000, 10_000, 30_000)
 DRAIN_SHARES: Final = (0.2, 0.3, 0.4)
 IDLE_S: Final = 10.0
 BOUND_MS: Final = 10.0
+PEER_SHARES: Final = (0.3, 0.6)  # rates at these shares of the peer's drain are tried too
+PEER_SHARE: Final = 0.8  # the peer is measured at the rates up to this share of its drain
 
 
-def rates_for(drain_rate: float, chosen: tuple[float, ...] | None = None) -> list[float]:
-    """The rates to try: the fixed ones below the drain, and shares of the drain."""
+def rates_for(
+    drain_rate: float, chosen: tuple[float, ...] | None = None, peer_rate: float | None = None
+) -> list[float]:
+    """The rates to try: the fixed ones below the drain, shares of the drain, and shares of the
+    peer's drain (its curve needs rates it can carry)."""
     if chosen:
         return sorted(set(chosen))
     fixed = [float(r) for r in RATES if r < drain_rate]
-    return sorted({*fixed, *(round(drain_rate * share, -2) for share in DRAIN_SHARES)})
+    peer = [round(peer_rate * share, -2) for share in PEER_SHARES] if peer_rate else []
+    return sorted({*fixed, *peer, *(round(drain_rate * share, -2) for share in DRAIN_SHARES)})
 
 
 def row(rate: float, report: dict[str, Any]) -> dict[str, Any]:
     def added(name: str) -> float | None:
         ours, base = report.get(f"{name}_ms"), report.get(f"baseline_{name}_ms")
         return None if ours is None or base is None else ours - base
+
+    def peer_added(name: str) -> float | None:
+        theirs, base = report.get(f"peer_{name}_ms"), report.get(f"baseline_{name}_ms")
+        return None if theirs is None or base is None else theirs - base
 
     return {
         "rate": rate,
@@ -45,6 +57,12 @@ def row(rate: float, report: dict[str, Any]) -> dict[str, Any]:
         "worker_cpu_us_per_event": report["latency_worker_cpu_us_per_event"],
         "redis_cpu_us_per_event": report["latency_redis_cpu_us_per_event"],
         "raw_p99_ms": report["baseline_p99_ms"],
+        "raw_redis_cpu_us_per_event": report["baseline_redis_cpu_us_per_event"],
+        "peer_p50_ms": peer_added("p50"),
+        "peer_p99_ms": peer_added("p99"),
+        "peer_p999_ms": peer_added("p999"),
+        "peer_unseen": report.get("peer_unseen"),
+        "peer_cpu_us_per_event": report.get("peer_cpu_us_per_event"),
     }
 
 
@@ -67,13 +85,20 @@ async def idle_phase(run: Run) -> dict[str, Any]:
 async def by_rate_phase(run: Run, drain: dict[str, Any]) -> dict[str, Any]:
     """The `by_rate` table, the drain's CPU per event and the highest rate within the bound."""
     drain_rate = float(drain["e2e_events_per_s_1w"])
-    rows = [
-        row(rate, await latency_phase(run, rate)) for rate in rates_for(drain_rate, run.args.rates)
-    ]
+    peer_rate = drain.get("e2e_events_per_s_peer")
+    rows = []
+    for rate in rates_for(drain_rate, run.args.rates, peer_rate):
+        # Past its drain the peer falls behind for good: its latency is the length of the run.
+        peer = peer_rate is not None and rate <= PEER_SHARE * peer_rate
+        rows.append(row(rate, await latency_phase(run, rate, peer)))
     worker, redis = drain["worker_cpu_us_per_event_1w"], drain["redis_cpu_us_per_event_1w"]
     within = [r["rate"] for r in rows if r["p99_ms"] is not None and r["p99_ms"] <= BOUND_MS]
+    peer_within = [
+        r["rate"] for r in rows if r["peer_p99_ms"] is not None and r["peer_p99_ms"] <= BOUND_MS
+    ]
     return {
         "by_rate": rows,
+        "peer_max_rate_p99_le_10ms": max(peer_within, default=None),
         "drain_cpu_us_per_event": None if worker is None else worker + redis,
         "max_rate_p99_le_10ms": max(within, default=None),
         "max_rate_p99_le_10ms_share_of_drain": max(within, default=0.0) / drain_rate,

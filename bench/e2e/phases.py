@@ -28,6 +28,7 @@ from bench.common.redis_ops import (
     routed,
     server_usage,
     wait_drained,
+    wait_grouped,
     wait_owned,
     wait_started,
 )
@@ -39,6 +40,8 @@ from terminus.events.inbound import InboundEvent
 from terminus.service.sdk.producer import Producer
 
 START_TIMEOUT_S: Final = 30.0
+WORKER: Final = "terminus worker"
+PEER: Final = "bench.peer"  # what a user would write instead (bench/peer/app.py)
 LATENCY_SESSIONS: Final = 64
 WATCH_EVERY: Final = 4  # the reader follows one session in four
 WARMUP_S: Final = 1.0
@@ -66,13 +69,16 @@ class Run:
         if self.args.redis_url is None:
             await compact_aof(self.redis)
 
-    def pool(self, prefix: str, size: int) -> WorkerPool:
-        """A pool on `prefix`, remembered so that `stop_all` reaps it whatever happens."""
+    def pool(self, prefix: str, size: int, module: str = WORKER) -> WorkerPool:
+        """A pool on `prefix` of `size` processes running `python -m <module>`, remembered so
+        that `stop_all` reaps it whatever happens."""
         args = self.args
         env = dict(item.split("=", 1) for item in args.worker_env)
         if args.cluster:
             env["TERMINUS_REDIS_CLUSTER"] = "1"
-        config = WorkerConfig(self.url, prefix, args.partitions, args.batch_size, self.log_dir, env)
+        config = WorkerConfig(
+            self.url, prefix, args.partitions, args.batch_size, self.log_dir, env, module
+        )
         self.pools.append(WorkerPool(config, size))
         return self.pools[-1]
 
@@ -91,13 +97,17 @@ async def raw_phase(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
     return figures.report()
 
 
-async def drain_phase(run: Run, events: Sequence[InboundEvent], workers: int) -> dict[str, Any]:
-    """Pre-fill the inbound logs, start `workers` processes, time until every entry is acked."""
-    prefix, n, redis = run.new_prefix(f"{workers}w-{uuid.uuid4().hex[:4]}"), len(events), run.redis
+async def drain_phase(
+    run: Run, events: Sequence[InboundEvent], workers: int, module: str = WORKER
+) -> dict[str, Any]:
+    """Pre-fill the inbound logs, start `workers` processes, time until every entry is acked.
+    Its keys end in `_<workers>w`, or `_peer` for the peer's process."""
+    name = f"{workers}w" if module == WORKER else "peer"
+    prefix, n, redis = run.new_prefix(f"{name}-{uuid.uuid4().hex[:4]}"), len(events), run.redis
     start = perf_counter()
     tails = await publish_all(redis, events, run.args.partitions, prefix)
     publish_s = perf_counter() - start
-    with run.pool(prefix, workers) as pool:
+    with run.pool(prefix, workers, module) as pool:
         spawned = perf_counter()
         first = await wait_started(redis, sorted(tails), START_TIMEOUT_S, pool.check_alive)
         meter = await Meter(redis, pool).start()
@@ -106,8 +116,8 @@ async def drain_phase(run: Run, events: Sequence[InboundEvent], workers: int) ->
     left = await outcome(redis, (e.session_id for e in events), run.args.partitions, prefix)
     await run.drop_keys()
     times = DrainTimes(publish_s, spawned, first, done)
-    report = drain_report(f"_{workers}w", n, times, used, left)
-    report[f"machine_busy_cores_{workers}w"] = _per_second(used.machine_s, done - first)
+    report = drain_report(f"_{name}", n, times, used, left)
+    report[f"machine_busy_cores_{name}"] = _per_second(used.machine_s, done - first)
     return report
 
 
@@ -170,14 +180,21 @@ def drain_report(suffix: str, n: int, t: DrainTimes, used: Used, left: Outcome) 
     }
 
 
-async def latency_phase(run: Run, rate: float) -> dict[str, Any]:
-    """Paced publishing at `rate`: the baseline (no worker), then through one worker."""
+async def latency_phase(run: Run, rate: float, peer: bool = False) -> dict[str, Any]:
+    """Paced publishing at `rate`: the baseline (no worker), then through one worker; with
+    `peer`, through the peer's process too (its figures under `peer_*` keys)."""
     args = run.args
     events = marked(sized(args.seed + 1, int(rate * args.seconds), args.deltas), LATENCY_SESSIONS)
     watched = lat.watched_sessions(events, WATCH_EVERY)
     base = await _baseline(run, events, watched, rate)
     ours, worker_cpu = await _through_worker(run, events, watched, rate)
     report = latency_report(len(events), rate, ours, base)
+    if peer:
+        theirs, peer_cpu = await _through_worker(run, events, watched, rate, PEER)
+        measured = latency_report(len(events), rate, theirs, base)
+        report.update({f"peer_{k}": measured[k] for k in ("p50_ms", "p99_ms", "p999_ms")})
+        report["peer_unseen"] = theirs.unseen
+        report["peer_cpu_us_per_event"] = _per_event_us(peer_cpu, len(events))
     n = len(events)
     report["latency_worker_cpu_us_per_event"] = _per_event_us(worker_cpu, n)
     busy = ours.bench_cpu_s + ours.server.cpu_s + (worker_cpu or 0)
@@ -209,15 +226,19 @@ async def _baseline(
 
 
 async def _through_worker(
-    run: Run, events: Sequence[InboundEvent], watched: list[str], rate: float
+    run: Run, events: Sequence[InboundEvent], watched: list[str], rate: float, module: str = WORKER
 ) -> tuple[lat.Measured, float | None]:
-    """The events published to the inbound logs of an idle worker; and its CPU seconds."""
+    """The events published to the inbound logs of an idle worker (or the peer's process);
+    and its CPU seconds."""
     prefix, partitions = run.new_prefix("lat"), run.args.partitions
     streams = lat.session_streams(watched, partitions, prefix)
     probe = lat.Probe(events, watched, WARMUP_S)
     packed = PackedPublisher(run.url, events, to_inbound(partitions, prefix))
-    with run.pool(prefix, 1) as pool:
-        await wait_owned(run.redis, prefix, partitions, START_TIMEOUT_S)
+    with run.pool(prefix, 1, module) as pool:
+        if module == WORKER:
+            await wait_owned(run.redis, prefix, partitions, START_TIMEOUT_S)
+        else:
+            await wait_grouped(run.redis, prefix, partitions, START_TIMEOUT_S)
         await asyncio.sleep(0.5)  # let every partition owner reach its blocking read
         meter = await Meter(run.redis, pool).start()
         if run.args.producer == "sdk":
