@@ -2,12 +2,12 @@
 the drain (issue "Cheap at the loads users run", item 2).
 
 For each rate (1k, 5k, 10k and 30k events/s, 20, 30 and 40% of the measured one-worker drain,
-and 30 and 60% of the peer's), the latency phase (`bench.e2e.phases.latency_phase`) publishes at that rate through one
-worker and straight to the session streams (the raw loop, the floor). A row keeps the added
-latency (terminus minus the raw loop at the same percentile), the raw loop's p99, and the
-worker's and Redis's CPU per event. Where the peer (bench/peer) was measured, so is it, at the
-rates up to `PEER_SHARE` of its own drain: past that it falls behind for good. An idle phase
-measures what a worker burns at 0 events/s.
+and 30 and 60% of the peer's), the latency phase (`bench.e2e.phases.latency_phase`) publishes at
+that rate through one worker and straight to the session streams (the raw loop, the floor). A
+row keeps the added latency (terminus minus the raw loop at the same percentile), the raw loop's
+p99, and the worker's and Redis's CPU per event. Where the peer (bench/peer) was measured, so is
+it, at the rates up to `PEER_SHARE` of its own drain: past that it falls behind for good. An
+idle phase measures what a worker burns at 0 events/s.
 """
 
 from __future__ import annotations
