@@ -1,5 +1,6 @@
 """The by-rate figure of docs/performance.md: added latency (p50, p99, p99.9) and CPU per event
-(worker, Redis) against the publishing rate, with the drain's CPU and the 10 ms bound marked.
+(worker, Redis) against the publishing rate, with the drain's CPU and the 10 ms bound marked, and
+the peer's (bench/peer) p99 and CPU at the rates it was measured.
 
     pip install -e '.[bench]'     # matplotlib: only the plots need it
     python -m bench.e2e --json > e2e.json
@@ -26,15 +27,34 @@ def draw(report: dict[str, Any], out: Path) -> None:
     fig, (lat, cpu) = plt.subplots(1, 2, figsize=(11, 4.2))
     for key, label in (("p50_ms", "p50"), ("p99_ms", "p99"), ("p999_ms", "p99.9")):
         lat.plot(rates, [max(r[key], 0.01) for r in rows], marker="o", label=label)
+    peer = [r for r in rows if r.get("peer_p99_ms") is not None]
+    if peer:
+        lat.plot(
+            [r["rate"] / 1000 for r in peer],
+            [max(r["peer_p99_ms"], 0.01) for r in peer],
+            marker="s",
+            linestyle=":",
+            color="black",
+            label="p99, peer (FastStream)",
+        )
     lat.axhline(10, color="gray", linestyle="--", linewidth=1, label="10 ms")
     lat.set(xlabel="events/s (thousands)", ylabel="added latency (ms)", yscale="log")
-    lat.set_title("publish-to-visible latency added by terminus")
+    lat.set_title("publish-to-visible latency added")
     lat.legend()
     worker = [r["worker_cpu_us_per_event"] for r in rows]
     redis = [r["redis_cpu_us_per_event"] for r in rows]
     cpu.plot(rates, worker, marker="o", label="worker")
     cpu.plot(rates, redis, marker="o", label="Redis")
     cpu.plot(rates, [w + r for w, r in zip(worker, redis, strict=True)], marker="o", label="both")
+    if peer:
+        cpu.plot(
+            [r["rate"] / 1000 for r in peer],
+            [r["peer_cpu_us_per_event"] for r in peer],
+            marker="s",
+            linestyle=":",
+            color="black",
+            label="peer process",
+        )
     drain = report["drain_cpu_us_per_event"]
     cpu.axhline(drain, color="gray", linestyle="--", linewidth=1, label="both, at drain")
     cpu.set(xlabel="events/s (thousands)", ylabel="CPU µs per event", yscale="log")

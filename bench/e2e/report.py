@@ -67,7 +67,64 @@ def throughput(r: dict[str, Any]) -> list[str]:
             f"    (start-up {r['startup_s' + s]:.2f} s; {_batch(r['mean_batch' + s])} "
             f"entries/commit; producer published {_rate(r['producer_events_per_s' + s])}/s)"
         )
+    if "e2e_events_per_s_peer" in r:
+        lines.append(
+            f"{'peer drain (bench/peer, FastStream), 1 process':<46}"
+            f"{_rate(r['e2e_events_per_s_peer']):>11}{r['ratio_peer']:>8.3f}"
+            f"{_us(r['worker_cpu_us_per_event_peer']):>9}{_us(r['redis_cpu_us_per_event_peer']):>9}"
+            f"{'':>8}"
+        )
+        lines.append(
+            f"{'  terminus (1 worker) over the peer':<46}{r['terminus_over_peer_drain']:>10.1f}x"
+        )
     return lines
+
+
+def by_rate(r: dict[str, Any]) -> list[str]:
+    """The by-rate table: added latency and CPU per event, ours and the peer's."""
+    if not r.get("by_rate"):
+        return []
+    lines = [
+        "",
+        "by rate (one worker; latency added over the raw loop at the same rate; CPU µs/event;",
+        "net = worker + Redis - the raw loop's Redis, which is the producer's and reader's own):",
+        f"{'events/s':>9}{'p50':>7}{'p99':>7}{'p99.9':>7}{'raw p99':>8}{'worker':>8}{'redis':>7}"
+        f"{'raw rd':>7}{'net':>7}{'/drain':>7}{'peer p99':>9}{'peer cpu':>9}",
+    ]
+    drain = r.get("drain_cpu_us_per_event")
+    for row in r["by_rate"]:
+        net = _net(row)
+        lines.append(
+            f"{row['rate']:>9,.0f}{_short(row['p50_ms']):>7}{_short(row['p99_ms']):>7}"
+            f"{_short(row['p999_ms']):>7}{_short(row['raw_p99_ms']):>8}"
+            f"{_short(row['worker_cpu_us_per_event']):>8}{_short(row['redis_cpu_us_per_event']):>7}"
+            f"{_short(row.get('raw_redis_cpu_us_per_event')):>7}{_short(net):>7}"
+            f"{_short(net / drain if net is not None and drain else None):>7}"
+            f"{_short(row.get('peer_p99_ms')):>9}{_short(row.get('peer_cpu_us_per_event')):>9}"
+        )
+    lines.append(
+        f"drain: {_short(drain)} µs/event (worker + Redis); highest rate with p99 added <= 10 ms: "
+        f"{_rate(r.get('max_rate_p99_le_10ms'))} "
+        f"({r.get('max_rate_p99_le_10ms_share_of_drain', 0):.0%} of the drain); the peer's: "
+        f"{_rate(r.get('peer_max_rate_p99_le_10ms'))}"
+    )
+    if r.get("idle_worker_cores") is not None:
+        lines.append(f"idle worker: {r['idle_worker_cores']:.1%} of a core")
+    return lines
+
+
+def _net(row: dict[str, Any]) -> float | None:
+    """Worker + Redis CPU per event, less the raw loop's Redis CPU at the same rate."""
+    worker, redis = row["worker_cpu_us_per_event"], row["redis_cpu_us_per_event"]
+    if worker is None or redis is None:
+        return None
+    return float(worker + redis - (row.get("raw_redis_cpu_us_per_event") or 0.0))
+
+
+def _short(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if abs(value) < 100 else f"{value:,.0f}"
 
 
 def checks(r: dict[str, Any]) -> list[str]:
@@ -131,4 +188,4 @@ def verdict(r: dict[str, Any]) -> list[str]:
 def table(r: dict[str, Any]) -> str:
     drained = "raw_events_per_s" in r  # `--rate` runs the latency phase alone
     middle = throughput(r) + checks(r) if drained else []
-    return "\n".join(header(r) + middle + latency(r) + verdict(r))
+    return "\n".join(header(r) + middle + latency(r) + by_rate(r) + verdict(r))
