@@ -213,14 +213,14 @@ def encode(
         if op in MARKED:  # the marks key travels as its index in KEYS, as every key does
             ops.append([op, k, str(operands[0]), key_index(str(operands[1]))])
         elif op == "F" or op == "X":  # the field count is implied by the array's length
-            ops.append([op, k, str(operands[0]), *map(_packable, operands[2:])])
+            ops.append([op, k, str(operands[0]), *map(packable, operands[2:])])
         else:
-            ops.append([op, k, *map(_packable, operands)])
+            ops.append([op, k, *map(packable, operands)])
     blob = _pack([batch.acks, ops]) if ops or batch.acks else b""
     return names, [lease_value, GROUP, consumer, read, blob]
 
 
-def _packable(value: Value) -> Value | msgspec.Raw:
+def packable(value: Value) -> Value | msgspec.Raw:
     """As cmsgpack reads it: byte strings as msgpack str (it has no bin type), ints as text."""
     if type(value) is bytes:
         n = len(value)

@@ -23,11 +23,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+import msgspec
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
-from terminus.service.fold.commit import Value
+from terminus.service.fold.commit import Value, packable
 from terminus.service.redis.connect import TRANSIENT, execute, is_cluster, refresh_slots
 from terminus.service.redis.replies import StreamReply, mget, xread
 from terminus.service.redis.scripts import sha, source
@@ -61,14 +62,15 @@ class Wire:
             await cast(RedisCluster, self.redis).initialize()  # a no-op once it knows the slots
         pipe = self.redis.pipeline(transaction=False)
         sent = [bundle(calls)] if len(calls) > 1 and not self.cluster else list(calls)
-        waits = self._calls(pipe, sent)
+        committing = [keys for name, keys, _ in calls if name == "commit"]
+        waits = self._calls(pipe, sent, committing)
         reads = [idle] if not self.cluster else [{k: v} for k, v in idle.items()]
         for streams in reads if idle else []:
             pipe.xread(cast(Any, streams), count=1)
         results = await execute(pipe, raise_on_error=False)
         replies = results[: len(sent)]
         self._check_waits(results[len(sent) : len(sent) + waits])
-        await self._redo_unknown(sent, replies)
+        await self._redo_unknown(sent, replies, committing)
         woken: StreamReply = []
         for reply in results[len(sent) + waits :]:
             if isinstance(reply, Exception):
@@ -76,11 +78,11 @@ class Wire:
             woken.extend(reply or [])
         return unbundle(replies, len(calls)) if len(sent) < len(calls) else replies, woken
 
-    def _calls(self, pipe: Any, calls: Sequence[Call]) -> int:
-        """Queue the calls, then the WAITs of the connections that carry commits; how many."""
+    def _calls(self, pipe: Any, calls: Sequence[Call], committing: list[list[str]]) -> int:
+        """Queue the calls, then the WAITs of the connections that carry the commits among
+        them (`committing`, their KEYS); how many WAITs."""
         for name, keys, args in calls:
             pipe.execute_command("EVALSHA", sha(name), len(keys), *keys, *args)
-        committing = [keys for name, keys, args in calls if commits(name, args)]
         if not self.replicas or not committing:
             return 0
         if not self.cluster:
@@ -98,7 +100,9 @@ class Wire:
                 self.shortfalls += 1
                 log.warning("commit reached %r of %d replicas", ack, self.replicas)
 
-    async def _redo_unknown(self, calls: Sequence[Call], replies: list[Any]) -> None:
+    async def _redo_unknown(
+        self, calls: Sequence[Call], replies: list[Any], committing: list[list[str]]
+    ) -> None:
         """A server without our scripts (a restart, a promoted replica): load them, redo."""
         unknown = [n for n, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
         if not unknown:
@@ -106,7 +110,10 @@ class Wire:
         for name in {calls[n][0] for n in unknown}:
             await self.redis.script_load(source(name))  # on a cluster: every primary
         redo = self.redis.pipeline(transaction=False)
-        waits = self._calls(redo, [calls[n] for n in unknown])
+        again = [calls[n] for n in unknown]
+        if self.cluster:  # calls there go one by one (never bundled): redo only their commits
+            committing = [keys for name, keys, _ in again if name == "commit"]
+        waits = self._calls(redo, again, committing)
         results = await execute(redo, raise_on_error=False)
         for n, reply in zip(unknown, results, strict=False):
             replies[n] = reply
@@ -172,13 +179,12 @@ class Wire:
 def bundle(calls: Sequence[Call]) -> Call:
     """The calls as one call of round.lua (one Redis only: their keys span partitions)."""
     keys: list[str] = []
-    heads: list[Value] = []
-    args: list[Value] = []
+    packed: list[tuple[str, int, list[Value | msgspec.Raw]]] = []
     for name, call_keys, call_args in calls:
         keys.extend(call_keys)
-        heads.extend((name, len(call_keys), len(call_args)))
-        args.extend(call_args)
-    return "round", keys, [len(calls), *heads, *args]
+        # Each value as a script's ARGV holds it (numbers as text, bytes as msgpack str).
+        packed.append((name, len(call_keys), [packable(a) for a in call_args]))
+    return "round", keys, [_pack(packed)]
 
 
 def unbundle(replies: list[Any], calls: int) -> list[Any]:
@@ -191,9 +197,4 @@ def unbundle(replies: list[Any], calls: int) -> list[Any]:
     return reply
 
 
-def commits(name: str, args: Sequence[Value]) -> bool:
-    """Whether a call writes: a commit, or a round that holds one (`bundle`)."""
-    if name == "round":
-        calls = int(args[0])
-        return "commit" in [args[1 + 3 * n] for n in range(calls)]
-    return name == "commit"
+_pack = msgspec.msgpack.Encoder().encode

@@ -12,8 +12,9 @@ from redis.exceptions import ResponseError
 
 from terminus.service.fold.commit import Batch, encode
 from terminus.service.keys import FIELD, GROUP, Keys
-from terminus.service.redis.scripts import script
-from terminus.service.runtime.wire import Call, bundle, commits, unbundle
+from terminus.service.redis.scripts import script, source
+from terminus.service.runtime.wire import Call, Wire, bundle, unbundle
+from terminus.service.settings import Settings
 
 
 async def owners(redis: Redis, prefix: str) -> list[Call]:
@@ -88,14 +89,25 @@ async def test_one_owners_failure_leaves_the_others_answers_standing(
     assert await redis.xlen(Keys(1, prefix).session(FRAMES[0].session_id)) == 1
 
 
-def test_a_round_holding_a_commit_is_a_write_and_one_of_reads_is_not() -> None:
-    read: Call = ("read", ["l", "s"], ["w:1", GROUP, "w", 10])
-    commit: Call = ("commit", ["l", "s"], ["w:1", GROUP, "w", 10, b""])
-    assert commits(*bundle([read, commit])[::2])
-    assert not commits(*bundle([read, read])[::2])
-
-
 def test_a_round_that_failed_as_a_whole_fails_every_call() -> None:
     error = ResponseError("NOSCRIPT")
     assert unbundle([error], 3) == [error] * 3
     assert all(isinstance(r, RuntimeError) for r in unbundle([[1, 2]], 3)), "a short answer"
+
+
+async def test_a_round_holding_a_commit_waits_for_replicas_and_a_round_of_reads_does_not(
+    redis: Redis, prefix: str
+) -> None:
+    wire = Wire(redis, Settings(prefix=prefix, commit_wait_replicas=1, commit_wait_ms=20))
+    await redis.script_load(source("round"))  # no NOSCRIPT redo, which would WAIT again
+    first, second = Keys(0, prefix), Keys(1, prefix)
+    fence = ["nobody:1", GROUP, "nobody"]
+    reads: list[Call] = [
+        ("read", [first.lease, first.inbound], [*fence, 10]),
+        ("read", [second.lease, second.inbound], [*fence, 10]),
+    ]
+    assert await wire.send(reads, {}) == ([0, 0], [])
+    assert wire.shortfalls == 0, "reads only: no WAIT"
+    commit: Call = ("commit", [second.lease, second.inbound], [*fence, 0, ""])
+    assert await wire.send([reads[0], commit], {}) == ([0, 0], [])
+    assert wire.shortfalls == 1, "a commit in the round: one WAIT, which no replica answers"
