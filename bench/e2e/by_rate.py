@@ -58,6 +58,7 @@ def row(rate: float, report: dict[str, Any]) -> dict[str, Any]:
         "redis_cpu_us_per_event": report["latency_redis_cpu_us_per_event"],
         "raw_p99_ms": report["baseline_p99_ms"],
         "raw_redis_cpu_us_per_event": report["baseline_redis_cpu_us_per_event"],
+        "machine_busy_cores": report["latency_machine_busy_cores"],
         "peer_p50_ms": peer_added("p50"),
         "peer_p99_ms": peer_added("p99"),
         "peer_p999_ms": peer_added("p999"),
