@@ -78,7 +78,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_cluster: bool = False
     commit_wait_replicas: int = 0
     commit_wait_ms: int = 100
-    linger_ms: int = 2  # before a round that only reads, after a small one (runtime/pump.py)
+    linger_ms: int = 2  # least time between rounds at light load (runtime/pump.py, _pace)
     cors_origins: list[str] = msgspec.field(default_factory=list)
     max_streams_per_token: int = 8
 

@@ -1,10 +1,13 @@
-"""Adaptive rounds: with `linger_ms`, a pump woken by one entry waits for more before it reads,
-so the entries of a light load commit in one batch instead of one or two per round
-(service/runtime/pump.py, `_linger`)."""
+"""Adaptive rounds: with `linger_ms`, a pump at light load lets entries gather between rounds,
+so the entries of a light load commit in a few batches instead of one or two per round
+(service/runtime/pump.py, `_pace`): a pump woken by one entry waits for more before it reads,
+and while entries keep trickling in, rounds (their commits included) go at most every linger."""
 
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 
 import pytest
 from redis.asyncio import Redis
@@ -22,18 +25,21 @@ PARTITIONS = 2
 DELTAS = 7
 
 
-def trickle(session: str) -> list[InboundEvent]:
+def trickle(session: str, deltas: int = DELTAS) -> list[InboundEvent]:
     ids = {"session_id": session, "turn_id": f"{session}-t"}
     return [
         TurnStarted(**ids, seq=0),  # type: ignore[arg-type]
         AttemptStarted(**ids, seq=1, provider="p", model="m"),  # type: ignore[arg-type]
         TextStart(**ids, seq=2, part_id="a"),  # type: ignore[arg-type]
-        *(TextDelta(**ids, seq=3 + n, part_id="a", delta=f"{n} ") for n in range(DELTAS)),  # type: ignore[arg-type]
+        *(TextDelta(**ids, seq=3 + n, part_id="a", delta=f"{n} ") for n in range(deltas)),  # type: ignore[arg-type]
     ]
 
 
-async def commits_for_a_trickle(redis: Redis, prefix: str, linger_ms: int) -> int:
-    """Commits a worker makes for ten events published 10 ms apart once it is idle."""
+async def commits_for_a_trickle(
+    redis: Redis, prefix: str, linger_ms: int, deltas: int = DELTAS, apart_s: float = 0.01
+) -> tuple[int, float]:
+    """Commits a worker makes for a trickle of events published `apart_s` apart once it is
+    idle, and the seconds the publishing took."""
     settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=1000, linger_ms=linger_ms)
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
     async with running_worker(redis, settings) as worker:
@@ -41,11 +47,13 @@ async def commits_for_a_trickle(redis: Redis, prefix: str, linger_ms: int) -> in
         await asyncio.sleep(0.3)  # idle: every owner in its blocking read
         before = worker.metrics.commits
         session = f"s-{linger_ms}"
-        for event in trickle(session):
+        started = time.monotonic()
+        for event in trickle(session, deltas):
             await producer.publish([event])
-            await asyncio.sleep(0.01)
-        await until(lambda: applied(redis, prefix, session), "the trickle committed")
-        return worker.metrics.commits - before
+            await asyncio.sleep(apart_s)
+        seconds = time.monotonic() - started
+        await until(lambda: applied(redis, prefix, session, deltas), "the trickle committed")
+        return worker.metrics.commits - before, seconds
 
 
 async def owns_all(worker: Worker) -> bool:
@@ -53,18 +61,30 @@ async def owns_all(worker: Worker) -> bool:
     return len(owners) == PARTITIONS and not any(o.starting for o in owners)
 
 
-async def applied(redis: Redis, prefix: str, session: str) -> bool:
+async def applied(redis: Redis, prefix: str, session: str, deltas: int = DELTAS) -> bool:
     """Every delta of the trickle is a frame of its session."""
     frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
-    return sum(isinstance(f, AgentMessageChunk) for f in frames) == DELTAS
+    return sum(isinstance(f, AgentMessageChunk) for f in frames) == deltas
 
 
 @pytest.mark.parametrize("linger_ms", [0, 500])
 async def test_a_trickle_commits_in_fewer_rounds_with_a_linger(
     redis: Redis, prefix: str, linger_ms: int
 ) -> None:
-    commits = await commits_for_a_trickle(redis, prefix, linger_ms)
+    commits, _ = await commits_for_a_trickle(redis, prefix, linger_ms)
     if linger_ms:
         assert commits == 1, "ten entries within the linger: one batch"
     else:
         assert commits >= 3, "without a linger, the trickle takes a round every few entries"
+
+
+async def test_while_entries_trickle_in_commits_go_at_most_every_linger(
+    redis: Redis, prefix: str
+) -> None:
+    # 1,503 events published one by one, back to back (most of a second here). Committing as
+    # soon as each read is folded, a pump commits a few entries at a time, as each commit's read
+    # finds the ones that came meanwhile (338 commits when measured); pacing its rounds, commits
+    # included, every 150 ms, it commits about once per linger while they come.
+    commits, seconds = await commits_for_a_trickle(redis, prefix, 150, deltas=1500, apart_s=0)
+    rounds = int(seconds / 0.150) + math.ceil(1503 / Settings().batch_size)  # one batch a read
+    assert 2 <= commits <= rounds + 2, f"{commits} commits over {seconds:.2f} s paced at 150 ms"
