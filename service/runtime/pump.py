@@ -60,20 +60,21 @@ class Pump:
         self.owners: dict[int, PartitionOwner] = {}
         self.running = False
         self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
+        self._paced: asyncio.Future[None] | None = None  # the linger in progress (`_pace`)
         self._stopping = False
         self._last_read = 0  # entries the last round read, all owners together
         self._paced_from = 0.0  # monotonic time of the last round, or wake-up (`_pace`)
 
     def add(self, owner: PartitionOwner) -> None:
         self.owners[owner.partition] = owner
-        self._changed.set()
+        self._nudge()
 
     def drop(self, partition: int) -> None:
         """End an owner at once, without a last commit: its lease is gone."""
         owner = self.owners.pop(partition, None)
         if owner is not None:
             owner.end()
-            self._changed.set()
+            self._nudge()
 
     async def retire(self, partition: int) -> None:
         """Commit the owner's batch in hand, then end it; returns once it has ended."""
@@ -87,13 +88,19 @@ class Pump:
             # the read-only XREAD): end it now rather than wait for that XREAD to return.
             self._end(owner)
             return
-        self._changed.set()
+        self._nudge()
         with contextlib.suppress(Exception):
             await asyncio.shield(owner.ended)
 
     def stop(self) -> None:
         self._stopping = True
+        self._nudge()
+
+    def _nudge(self) -> None:
+        """An owner came, or was asked to go: end a wait or a linger now."""
         self._changed.set()
+        if self._paced is not None and not self._paced.done():
+            self._paced.set_result(None)
 
     async def run(self) -> None:
         """Round after round until `stop`; a bug in a round is logged, never fatal."""
@@ -275,8 +282,15 @@ class Pump:
         if linger_s > 0 and self._last_read < self.settings.batch_size // 4:
             left = self._paced_from + linger_s - time.monotonic()
             if left > 0 and not self._changed.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), left)
+                # A bare future and a timer: this wait comes before most rounds at light load,
+                # and asyncio.wait_for would add a task and two turns of the event loop to each.
+                self._paced = asyncio.get_running_loop().create_future()
+                timer = asyncio.get_running_loop().call_later(left, _resolve, self._paced)
+                try:
+                    await self._paced
+                finally:
+                    timer.cancel()
+                    self._paced = None
         self._paced_from = time.monotonic()
 
     def _end(self, owner: PartitionOwner, error: BaseException | None = None) -> None:
@@ -294,3 +308,8 @@ class Pump:
     async def _pause(self) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), PAUSE_S)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
