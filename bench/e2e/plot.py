@@ -38,7 +38,7 @@ def draw(report: dict[str, Any], out: Path) -> None:
             label="p99, peer (FastStream)",
         )
     lat.axhline(10, color="gray", linestyle="--", linewidth=1, label="10 ms")
-    lat.set(xlabel="events/s (thousands)", ylabel="added latency (ms)", yscale="log")
+    lat.set(xlabel="events/s (thousands)", ylabel="added latency (ms)", xscale="log", yscale="log")
     lat.set_title("publish-to-visible latency added")
     lat.legend()
     worker = [r["worker_cpu_us_per_event"] for r in rows]
@@ -57,7 +57,7 @@ def draw(report: dict[str, Any], out: Path) -> None:
         )
     drain = report["drain_cpu_us_per_event"]
     cpu.axhline(drain, color="gray", linestyle="--", linewidth=1, label="both, at drain")
-    cpu.set(xlabel="events/s (thousands)", ylabel="CPU µs per event", yscale="log")
+    cpu.set(xlabel="events/s (thousands)", ylabel="CPU µs per event", xscale="log", yscale="log")
     cpu.set_title("CPU per event, one worker")
     cpu.legend()
     fig.tight_layout()
