@@ -277,7 +277,7 @@ class Pump:
         gathered meanwhile. A round after one that read a load (a quarter of a batch) goes at
         once: under load rounds are full and never wait. An owner coming or going ends the wait.
         The price is latency: an entry waits up to one linger to be read and up to one more for
-        its commit (docs/performance.md, "The linger")."""
+        its commit (docs/performance.md, "Rounds at light load")."""
         linger_s = self.settings.linger_ms / 1000
         if linger_s > 0 and self._last_read < self.settings.batch_size // 4:
             left = self._paced_from + linger_s - time.monotonic()
