@@ -87,4 +87,9 @@ def build(url: str, prefix: str, partitions: int) -> FastStream:
                     Keys(partition, prefix).inbound, GROUP, "0", mkstream=True
                 )
 
+    @app.after_shutdown
+    async def close() -> None:
+        for client in clients:
+            await client.aclose()
+
     return app
