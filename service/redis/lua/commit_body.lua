@@ -30,130 +30,129 @@ local function counter_problem(n, key, op)
   end
 end
 
+local function written_key(keys, k)
+  k = tonumber(k)
+  return k and k >= 3 and keys[k]
+end
+
+-- Records that `key` must be a `wanted`; returns why it cannot be, or nil.
+local function want(wants, key, wanted)
+  if wants[key] and wants[key] ~= wanted then
+    return 'ops want ' .. key .. ' to be both a ' .. wants[key] .. ' and a ' .. wanted
+  end
+  if not wants[key] then
+    wants[key] = wanted
+    return type_problem(key, wanted)
+  end
+end
+
+-- Walks the ops without writing; returns why the batch cannot be written, or nil. An op may
+-- name only a written key (KEYS[3..]: never the lease or the inbound stream), and every op on a
+-- key must want the type the key has, or would get from the first op that creates it.
+local function problem(keys, ops)
+  local wants = {}
+  local bad = type_problem(keys[2], 'stream')
+  for n, op in ipairs(ops) do
+    if bad then
+      return bad
+    end
+    local code = op[1]
+    local key, wanted = written_key(keys, op[2]), WANTS[code]
+    local appends = code == 'F' or code == 'X'
+    local fits = SIZE[code] == #op or (appends and #op >= 5 and #op % 2 == 1)
+    local marks = MARKED[code] and written_key(keys, op[4])
+    local unmarked = MARKED[code] and not (marks and tostring(op[3]):match(INTEGER))
+    if not key or not wanted and code ~= 'D' or not fits or unmarked then
+      return 'malformed op ' .. n
+    end
+    if wanted then
+      bad = want(wants, key, wanted)
+    end
+    if marks and not bad then
+      bad = want(wants, marks, 'zset')
+    end
+    if code == 'I' and not bad then
+      bad = counter_problem(n, key, op)
+    end
+  end
+  return bad
+end
+
+local function stream_id(id)
+  local ms, seq = string.match(id, '^(%d+)%-(%d+)$')
+  return ms, tonumber(ms), tonumber(seq)
+end
+
+-- XTRIM past the newest mark scored below `score`. Marks grow with the stream (a release marks
+-- where it ends), so of marks sharing a score (two releases in one ms) the largest id is newest.
+local function trim_to_mark(key, score, marks)
+  local top = redis.call('ZREVRANGEBYSCORE', marks, '(' .. score, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if #top == 0 then
+    return
+  end
+  local newest, newest_ms, newest_seq = nil, -1, -1
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', marks, top[2], top[2])) do
+    local digits, ms, seq = stream_id(id)
+    if ms > newest_ms or (ms == newest_ms and seq > newest_seq) then
+      newest, newest_ms, newest_seq = digits, ms, seq
+    end
+  end
+  redis.call('XTRIM', key, 'MINID', newest .. '-' .. string.format('%d', newest_seq + 1))
+  redis.call('ZREMRANGEBYSCORE', marks, '-inf', top[2])
+end
+
+local function apply(keys, op, ids)
+  local code, key = op[1], keys[tonumber(op[2])]
+  if code == 'F' or code == 'X' then
+    local id
+    if op[3] == '0' then
+      id = redis.call('XADD', key, '*', unpack(op, 4))
+    else
+      id = redis.call('XADD', key, 'MAXLEN', '~', op[3], '*', unpack(op, 4))
+    end
+    if code == 'F' then
+      ids[#ids + 1] = id
+    end
+  elseif code == 'S' then
+    redis.call('SET', key, op[3])
+  elseif code == 'A' then
+    redis.call('APPEND', key, op[3])
+  elseif code == 'D' then
+    redis.call('DEL', key)
+  elseif code == 'L' then
+    local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
+    local fields = last and last[2] or {}
+    for n = 1, #fields, 2 do
+      if fields[n] == 'e' and fields[n + 1] == op[3] then
+        redis.call('DEL', key)
+      end
+    end
+  elseif code == 'H' then
+    redis.call('HSET', key, op[3], op[4])
+  elseif code == 'E' then
+    redis.call('HDEL', key, op[3])
+  elseif code == 'Z' then
+    redis.call('ZADD', key, op[3], op[4])
+  elseif code == 'N' then
+    redis.call('ZADD', key, 'NX', op[3], op[4])
+  elseif code == 'I' then
+    redis.call('HINCRBY', key, op[3], op[4])
+  elseif code == 'K' then
+    local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
+    if last then
+      redis.call('ZADD', keys[tonumber(op[4])], op[3], last[1])
+    end
+  elseif code == 'T' then
+    trim_to_mark(key, op[3], keys[tonumber(op[4])])
+  else
+    redis.call('ZREM', key, op[3])
+  end
+end
+
 local function commit_call(KEYS, ARGV)
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then
     return 0
   end
-
-  local function written_key(k)
-    k = tonumber(k)
-    return k and k >= 3 and KEYS[k]
-  end
-
-  -- Records that `key` must be a `wanted`; returns why it cannot be, or nil.
-  local function want(wants, key, wanted)
-    if wants[key] and wants[key] ~= wanted then
-      return 'ops want ' .. key .. ' to be both a ' .. wants[key] .. ' and a ' .. wanted
-    end
-    if not wants[key] then
-      wants[key] = wanted
-      return type_problem(key, wanted)
-    end
-  end
-
-  -- Walks the ops without writing; returns why the batch cannot be written, or nil. An op may
-  -- name only a written key (KEYS[3..]: never the lease or the inbound stream), and every op on a
-  -- key must want the type the key has, or would get from the first op that creates it.
-  local function problem(ops)
-    local wants = {}
-    local bad = type_problem(KEYS[2], 'stream')
-    for n, op in ipairs(ops) do
-      if bad then
-        return bad
-      end
-      local code = op[1]
-      local key, wanted = written_key(op[2]), WANTS[code]
-      local appends = code == 'F' or code == 'X'
-      local fits = SIZE[code] == #op or (appends and #op >= 5 and #op % 2 == 1)
-      local marks = MARKED[code] and written_key(op[4])
-      local unmarked = MARKED[code] and not (marks and tostring(op[3]):match(INTEGER))
-      if not key or not wanted and code ~= 'D' or not fits or unmarked then
-        return 'malformed op ' .. n
-      end
-      if wanted then
-        bad = want(wants, key, wanted)
-      end
-      if marks and not bad then
-        bad = want(wants, marks, 'zset')
-      end
-      if code == 'I' and not bad then
-        bad = counter_problem(n, key, op)
-      end
-    end
-    return bad
-  end
-
-  local function stream_id(id)
-    local ms, seq = string.match(id, '^(%d+)%-(%d+)$')
-    return ms, tonumber(ms), tonumber(seq)
-  end
-
-  -- XTRIM past the newest mark scored below `score`. Marks grow with the stream (a release marks
-  -- where it ends), so of marks sharing a score (two releases in one ms) the largest id is newest.
-  local function trim_to_mark(key, score, marks)
-    local top = redis.call('ZREVRANGEBYSCORE', marks, '(' .. score, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
-    if #top == 0 then
-      return
-    end
-    local newest, newest_ms, newest_seq = nil, -1, -1
-    for _, id in ipairs(redis.call('ZRANGEBYSCORE', marks, top[2], top[2])) do
-      local digits, ms, seq = stream_id(id)
-      if ms > newest_ms or (ms == newest_ms and seq > newest_seq) then
-        newest, newest_ms, newest_seq = digits, ms, seq
-      end
-    end
-    redis.call('XTRIM', key, 'MINID', newest .. '-' .. string.format('%d', newest_seq + 1))
-    redis.call('ZREMRANGEBYSCORE', marks, '-inf', top[2])
-  end
-
-  local function apply(op, ids)
-    local code, key = op[1], KEYS[tonumber(op[2])]
-    if code == 'F' or code == 'X' then
-      local id
-      if op[3] == '0' then
-        id = redis.call('XADD', key, '*', unpack(op, 4))
-      else
-        id = redis.call('XADD', key, 'MAXLEN', '~', op[3], '*', unpack(op, 4))
-      end
-      if code == 'F' then
-        ids[#ids + 1] = id
-      end
-    elseif code == 'S' then
-      redis.call('SET', key, op[3])
-    elseif code == 'A' then
-      redis.call('APPEND', key, op[3])
-    elseif code == 'D' then
-      redis.call('DEL', key)
-    elseif code == 'L' then
-      local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
-      local fields = last and last[2] or {}
-      for n = 1, #fields, 2 do
-        if fields[n] == 'e' and fields[n + 1] == op[3] then
-          redis.call('DEL', key)
-        end
-      end
-    elseif code == 'H' then
-      redis.call('HSET', key, op[3], op[4])
-    elseif code == 'E' then
-      redis.call('HDEL', key, op[3])
-    elseif code == 'Z' then
-      redis.call('ZADD', key, op[3], op[4])
-    elseif code == 'N' then
-      redis.call('ZADD', key, 'NX', op[3], op[4])
-    elseif code == 'I' then
-      redis.call('HINCRBY', key, op[3], op[4])
-    elseif code == 'K' then
-      local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
-      if last then
-        redis.call('ZADD', KEYS[tonumber(op[4])], op[3], last[1])
-      end
-    elseif code == 'T' then
-      trim_to_mark(key, op[3], KEYS[tonumber(op[4])])
-    else
-      redis.call('ZREM', key, op[3])
-    end
-  end
-
   local ids = {}
   if ARGV[5] ~= '' then
     local batch = cmsgpack.unpack(ARGV[5])
@@ -168,12 +167,12 @@ local function commit_call(KEYS, ARGV)
         return -1
       end
     end
-    local bad = problem(ops)
+    local bad = problem(KEYS, ops)
     if bad then
       return redis.error_reply('terminus commit: ' .. bad)
     end
     for _, op in ipairs(ops) do
-      apply(op, ids)
+      apply(KEYS, op, ids)
     end
     -- XACK in slices: Lua's unpack cannot spread more than a few thousand values.
     for first = 1, #acks, 1000 do

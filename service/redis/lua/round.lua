@@ -4,7 +4,7 @@ one script call, each on its own KEYS and ARGV, each answered as that script ans
 
 Why one call: at light load a round carries a few entries for each of many partitions, and
 each EVALSHA of its own cost the worker packing and parsing and Redis a script call, per
-partition and round (docs/performance.md, "One call per round"). Owners stay independent: each
+partition and round (docs/performance.md, "Rounds at light load"). Owners stay independent: each
 call is fenced by its own lease, and one that fails (a commit's WRONGTYPE, a bug) answers an
 error in its place while the others' answers stand, as in a pipeline of separate calls. Only
 for one Redis: on a cluster each partition is its own slot, and a script's keys must share one.
