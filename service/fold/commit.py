@@ -46,7 +46,7 @@ UNCAPPED: Final = 0
 TRANSITIONS_MAXLEN: Final = 100_000
 COMMANDS_MAXLEN: Final = 100_000  # producers read commands as they come; a cap bounds memory
 MARKED: Final = frozenset({"K", "T"})  # ops whose second operand is a marks key
-_pack = msgspec.msgpack.Encoder().encode
+pack = msgspec.msgpack.Encoder().encode  # a script's MessagePack argument (see packable)
 
 Value = bytes | str | int
 Op = tuple[str, str, tuple[Value, ...]]  # opcode of commit.lua, key, operands
@@ -216,7 +216,7 @@ def encode(
             ops.append([op, k, str(operands[0]), *map(packable, operands[2:])])
         else:
             ops.append([op, k, *map(packable, operands)])
-    blob = _pack([batch.acks, ops]) if ops or batch.acks else b""
+    blob = pack([batch.acks, ops]) if ops or batch.acks else b""
     return names, [lease_value, GROUP, consumer, read, blob]
 
 

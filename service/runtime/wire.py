@@ -28,7 +28,7 @@ from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
-from terminus.service.fold.commit import Value, packable
+from terminus.service.fold.commit import Value, pack, packable
 from terminus.service.redis.connect import TRANSIENT, execute, is_cluster, refresh_slots
 from terminus.service.redis.replies import StreamReply, mget, xread
 from terminus.service.redis.scripts import sha, source
@@ -61,7 +61,8 @@ class Wire:
         if self.cluster:
             await cast(RedisCluster, self.redis).initialize()  # a no-op once it knows the slots
         pipe = self.redis.pipeline(transaction=False)
-        sent = [bundle(calls)] if len(calls) > 1 and not self.cluster else list(calls)
+        bundled = len(calls) > 1 and not self.cluster
+        sent = [bundle(calls)] if bundled else list(calls)
         committing = [keys for name, keys, _ in calls if name == "commit"]
         waits = self._calls(pipe, sent, committing)
         reads = [idle] if not self.cluster else [{k: v} for k, v in idle.items()]
@@ -76,7 +77,7 @@ class Wire:
             if isinstance(reply, Exception):
                 raise reply
             woken.extend(reply or [])
-        return unbundle(replies, len(calls)) if len(sent) < len(calls) else replies, woken
+        return unbundle(replies, len(calls)) if bundled else replies, woken
 
     def _calls(self, pipe: Any, calls: Sequence[Call], committing: list[list[str]]) -> int:
         """Queue the calls, then the WAITs of the connections that carry the commits among
@@ -184,7 +185,7 @@ def bundle(calls: Sequence[Call]) -> Call:
         keys.extend(call_keys)
         # Each value as a script's ARGV holds it (numbers as text, bytes as msgpack str).
         packed.append((name, len(call_keys), [packable(a) for a in call_args]))
-    return "round", keys, [_pack(packed)]
+    return "round", keys, [pack(packed)]
 
 
 def unbundle(replies: list[Any], calls: int) -> list[Any]:
@@ -195,6 +196,3 @@ def unbundle(replies: list[Any], calls: int) -> list[Any]:
     if not isinstance(reply, list) or len(reply) != calls:
         return [RuntimeError(f"round.lua answered {reply!r:.200} for {calls} calls")] * calls
     return reply
-
-
-_pack = msgspec.msgpack.Encoder().encode
