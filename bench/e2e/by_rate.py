@@ -40,13 +40,10 @@ def rates_for(
 
 
 def row(rate: float, report: dict[str, Any]) -> dict[str, Any]:
-    def added(name: str) -> float | None:
-        ours, base = report.get(f"{name}_ms"), report.get(f"baseline_{name}_ms")
-        return None if ours is None or base is None else ours - base
-
-    def peer_added(name: str) -> float | None:
-        theirs, base = report.get(f"peer_{name}_ms"), report.get(f"baseline_{name}_ms")
-        return None if theirs is None or base is None else theirs - base
+    def added(name: str, who: str = "") -> float | None:
+        """The latency `who` ("" for terminus, "peer_") adds over the raw loop at `name`."""
+        value, base = report.get(f"{who}{name}_ms"), report.get(f"baseline_{name}_ms")
+        return None if value is None or base is None else value - base
 
     return {
         "rate": rate,
@@ -59,9 +56,9 @@ def row(rate: float, report: dict[str, Any]) -> dict[str, Any]:
         "raw_p99_ms": report["baseline_p99_ms"],
         "raw_redis_cpu_us_per_event": report["baseline_redis_cpu_us_per_event"],
         "machine_busy_cores": report["latency_machine_busy_cores"],
-        "peer_p50_ms": peer_added("p50"),
-        "peer_p99_ms": peer_added("p99"),
-        "peer_p999_ms": peer_added("p999"),
+        "peer_p50_ms": added("p50", "peer_"),
+        "peer_p99_ms": added("p99", "peer_"),
+        "peer_p999_ms": added("p999", "peer_"),
         "peer_unseen": report.get("peer_unseen"),
         "peer_cpu_us_per_event": report.get("peer_cpu_us_per_event"),
     }

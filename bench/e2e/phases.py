@@ -191,8 +191,7 @@ async def latency_phase(run: Run, rate: float, peer: bool = False) -> dict[str, 
     report = latency_report(len(events), rate, ours, base)
     if peer:
         theirs, peer_cpu = await _through_worker(run, events, watched, rate, PEER)
-        measured = latency_report(len(events), rate, theirs, base)
-        report.update({f"peer_{k}": measured[k] for k in ("p50_ms", "p99_ms", "p999_ms")})
+        report.update({f"peer_{k}_ms": v for k, v in percentiles(theirs.latencies).items()})
         report["peer_unseen"] = theirs.unseen
         report["peer_cpu_us_per_event"] = _per_event_us(peer_cpu, len(events))
     n = len(events)
