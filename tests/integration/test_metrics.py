@@ -46,7 +46,9 @@ USAGE: Final = Usage(output_tokens=1)
 
 
 def settings_for(prefix: str) -> Settings:
-    return Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100, lease_ttl_ms=600)
+    # A lease long enough that a pause of the loaded test machine never expires one: a test
+    # here counts the lease changes exactly (CI once saw 6 acquisitions, a 600 ms lease lost).
+    return Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100, lease_ttl_ms=3000)
 
 
 def ids(session: str) -> dict[str, Any]:
