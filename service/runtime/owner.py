@@ -261,7 +261,8 @@ class PartitionOwner:
             await commit(self.redis, self.keys, self.lease, batch, self.worker_id)
         else:
             names, args = encode(batch, self.keys, self.lease, self.worker_id, 0)
-            [reply], _ = await Wire(self.redis, self.settings).send([("commit", names, args)], {})
+            wire = Wire(self.redis, self.settings, own_connection=False)  # one request
+            [reply], _ = await wire.send([("commit", names, args)], {})
             if isinstance(reply, Exception):
                 raise reply
             committed_ids(reply, self.keys, self.lease)

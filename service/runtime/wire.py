@@ -1,8 +1,9 @@
 """How a pump's requests go on the wire: to one Redis, or to a Redis Cluster.
 
-One Redis: a round is one pipeline of one EVALSHA of round.lua, which runs every owner's read or
-commit-and-read, then one non-blocking XREAD over all idle partitions; a wait is one blocking
-XREAD over all of them.
+One Redis: a round is one round trip on the pump's own connection (service/runtime/line.py): one
+EVALSHA of round.lua, which runs every owner's read or commit-and-read, then one non-blocking
+XREAD over all idle partitions; a wait is one blocking XREAD over all of them, through the
+client's pool.
 
 A cluster refuses a command whose keys span slots, and each partition is its own slot (`{p}`).
 So a round sends one XREAD per idle partition, and redis-py's cluster pipeline splits the round
@@ -29,9 +30,16 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from terminus.service.fold.commit import Value, pack, packable
-from terminus.service.redis.connect import TRANSIENT, execute, is_cluster, refresh_slots
+from terminus.service.redis.connect import (
+    TRANSIENT,
+    client_options,
+    execute,
+    is_cluster,
+    refresh_slots,
+)
 from terminus.service.redis.replies import StreamReply, mget, xread
 from terminus.service.redis.scripts import sha, source
+from terminus.service.runtime.line import Command, Line
 from terminus.service.settings import Settings
 
 log = logging.getLogger("terminus.pump")
@@ -43,9 +51,13 @@ Call = tuple[str, list[str], list[Value]]  # a script's name, KEYS and ARGV
 class Wire:
     """Sends a pump's rounds, waits and loads on `redis`, whichever kind it is."""
 
-    def __init__(self, redis: Redis, settings: Settings) -> None:
+    def __init__(self, redis: Redis, settings: Settings, *, own_connection: bool = True) -> None:
         self.redis = redis
         self.cluster = is_cluster(redis)
+        # One Redis: rounds on a connection of the pump's own (`Line`), unless the caller
+        # sends one request and would leave a connection behind.
+        own = own_connection and not self.cluster
+        self._line = Line(redis, client_options(settings)["socket_timeout"]) if own else None
         self.replicas = settings.commit_wait_replicas
         self.wait_ms = settings.commit_wait_ms
         self.shortfalls = 0  # WAITs that returned fewer replicas than asked for
@@ -59,39 +71,65 @@ class Wire:
         """Each call's reply (an exception in its place if it failed), and which idle streams
         (name -> last id seen) have entries after their id; raises on a connection error."""
         if self.cluster:
-            await cast(RedisCluster, self.redis).initialize()  # a no-op once it knows the slots
-        pipe = self.redis.pipeline(transaction=False)
-        bundled = len(calls) > 1 and not self.cluster
+            return await self._send_cluster(calls, idle)
+        bundled = len(calls) > 1
         sent = [bundle(calls)] if bundled else list(calls)
-        committing = [keys for name, keys, _ in calls if name == "commit"]
-        waits = self._calls(pipe, sent, committing)
-        reads = [idle] if not self.cluster else [{k: v} for k, v in idle.items()]
-        for streams in reads if idle else []:
-            pipe.xread(cast(Any, streams), count=1)
-        results = await execute(pipe, raise_on_error=False)
+        commands = [_evalsha(call) for call in sent]
+        waits = self._waits_for(any(name == "commit" for name, _, _ in calls))
+        commands.extend(waits)
+        if idle:
+            commands.append(("XREAD", "COUNT", 1, "STREAMS", *idle, *idle.values()))
+        results = await self._run(commands)
         replies = results[: len(sent)]
-        self._check_waits(results[len(sent) : len(sent) + waits])
-        await self._redo_unknown(sent, replies, committing)
-        woken: StreamReply = []
-        for reply in results[len(sent) + waits :]:
-            if isinstance(reply, Exception):
-                raise reply
-            woken.extend(reply or [])
+        self._check_waits(results[len(sent) : len(sent) + len(waits)])
+        await self._redo_unknown(sent, replies, commits=bool(waits))
+        woken = _woken(results[len(sent) + len(waits) :])
         return unbundle(replies, len(calls)) if bundled else replies, woken
 
+    async def _send_cluster(
+        self, calls: Sequence[Call], idle: Mapping[str, str]
+    ) -> tuple[list[Any], StreamReply]:
+        """`send` on a cluster: each call and each idle stream's XREAD on its own, split per
+        primary by redis-py's cluster pipeline."""
+        await cast(RedisCluster, self.redis).initialize()  # a no-op once it knows the slots
+        pipe = self.redis.pipeline(transaction=False)
+        committing = [keys for name, keys, _ in calls if name == "commit"]
+        waits = self._calls(pipe, calls, committing)
+        for key, cursor in idle.items():
+            pipe.xread({key: cursor}, count=1)
+        results = await execute(pipe, raise_on_error=False)
+        replies = results[: len(calls)]
+        self._check_waits(results[len(calls) : len(calls) + waits])
+        await self._redo_unknown(calls, replies)
+        return replies, _woken(results[len(calls) + waits :])
+
+    async def _run(self, commands: Sequence[Command]) -> list[Any]:
+        """On one Redis: the commands in one round trip, on the pump's own connection where it
+        has one (`Line`), else through a pipeline."""
+        if self._line is not None:
+            return await self._line.run(commands)
+        pipe = self.redis.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return await execute(pipe, raise_on_error=False)
+
+    def _waits_for(self, commits: bool) -> list[Command]:
+        """On one Redis, the WAIT that follows a round's commits on their connection."""
+        if not self.replicas or not commits:
+            return []
+        return [("WAIT", self.replicas, self.wait_ms)]
+
     def _calls(self, pipe: Any, calls: Sequence[Call], committing: list[list[str]]) -> int:
-        """Queue the calls, then the WAITs of the connections that carry the commits among
-        them (`committing`, their KEYS); how many WAITs."""
-        for name, keys, args in calls:
-            pipe.execute_command("EVALSHA", sha(name), len(keys), *keys, *args)
+        """On a cluster: queue the calls, then the WAITs of the nodes that carry the commits
+        among them (`committing`, their KEYS), each after that node's commits, on the same
+        connection; how many WAITs."""
+        for call in calls:
+            pipe.execute_command(*_evalsha(call))
         if not self.replicas or not committing:
             return 0
-        if not self.cluster:
-            pipe.execute_command("WAIT", self.replicas, self.wait_ms)
-            return 1
         cluster = cast(RedisCluster, self.redis)
         nodes = {n.name: n for n in (cluster.get_node_from_key(k[0]) for k in committing) if n}
-        for node in nodes.values():  # after that node's commits, on the same connection
+        for node in nodes.values():
             pipe.execute_command("WAIT", self.replicas, self.wait_ms, target_nodes=node)
         return len(nodes)
 
@@ -102,20 +140,25 @@ class Wire:
                 log.warning("commit reached %r of %d replicas", ack, self.replicas)
 
     async def _redo_unknown(
-        self, calls: Sequence[Call], replies: list[Any], committing: list[list[str]]
+        self, calls: Sequence[Call], replies: list[Any], commits: bool = False
     ) -> None:
-        """A server without our scripts (a restart, a promoted replica): load them, redo."""
+        """A server without our scripts (a restart, a promoted replica): load them, redo. On one
+        Redis, `commits`: the calls hold commits (a WAIT follows them)."""
         unknown = [n for n, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
         if not unknown:
             return
         for name in {calls[n][0] for n in unknown}:
             await self.redis.script_load(source(name))  # on a cluster: every primary
-        redo = self.redis.pipeline(transaction=False)
         again = [calls[n] for n in unknown]
-        if self.cluster:  # calls there go one by one (never bundled): redo only their commits
-            committing = [keys for name, keys, _ in again if name == "commit"]
-        waits = self._calls(redo, again, committing)
-        results = await execute(redo, raise_on_error=False)
+        committing = [keys for name, keys, _ in again if name == "commit"]
+        if self.cluster:
+            redo = self.redis.pipeline(transaction=False)
+            waits = self._calls(redo, again, committing)
+            results = await execute(redo, raise_on_error=False)
+        else:
+            commands = [_evalsha(call) for call in again] + self._waits_for(commits)
+            waits = len(commands) - len(again)
+            results = await self._run(commands)
         for n, reply in zip(unknown, results, strict=False):
             replies[n] = reply
         self._check_waits(results[len(unknown) : len(unknown) + waits])
@@ -159,7 +202,9 @@ class Wire:
             await refresh_slots(self.redis)
 
     async def close(self) -> None:
-        """Cancel the waits still in flight."""
+        """Cancel the waits still in flight; close the pump's own connection."""
+        if self._line is not None:
+            await self._line.close()
         waits, self._waits = list(self._waits.values()), {}
         for read in waits:
             read.cancel()
@@ -175,6 +220,22 @@ class Wire:
         for k in keys:
             pipe.mget(k)
         return cast(list[list[bytes | None]], await execute(pipe))
+
+
+def _evalsha(call: Call) -> Command:
+    name, keys, args = call
+    return ("EVALSHA", sha(name), len(keys), *keys, *args)
+
+
+def _woken(replies: Sequence[Any]) -> StreamReply:
+    """The streams the round's XREADs found entries on; raises a failed XREAD's error."""
+    woken: StreamReply = []
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+        # As the server sent it on the pump's own connection: a map under RESP3.
+        woken.extend(reply.items() if isinstance(reply, dict) else reply or [])
+    return woken
 
 
 def bundle(calls: Sequence[Call]) -> Call:

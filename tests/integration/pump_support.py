@@ -33,6 +33,7 @@ from terminus.service.fold.snapshots import TailLedger
 from terminus.service.keys import GROUP, Keys, partition_of
 from terminus.service.runtime.leases import Leases
 from terminus.service.runtime.owner import PartitionOwner
+from terminus.service.runtime.pump import Pump
 from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.views import session_messages, session_updates
 from terminus.service.settings import Settings
@@ -218,3 +219,14 @@ async def owned(redis: Redis, prefix: str, partition: int, worker_id: str) -> Pa
 
 def as_str(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+@contextlib.asynccontextmanager
+async def stepped_pump(redis: Redis, settings: Settings) -> AsyncIterator[Pump]:
+    """A pump the test steps (`round()`) rather than runs: its own connection, which `run` would
+    close when it ends, is closed when the test is done with it."""
+    pump = Pump(redis, settings)
+    try:
+        yield pump
+    finally:
+        await pump.wire.close()

@@ -47,7 +47,10 @@ async def test_a_commit_waits_for_replicas_and_a_shortfall_is_counted(
     # A commit on a lease nobody holds: refused (0), but the WAIT after it is sent all the same.
     fenced: Call = ("commit", [keys.lease, keys.inbound], ["nobody:1", GROUP, "nobody", 0, ""])
     await redis.script_load(source("commit"))  # no NOSCRIPT redo, which would WAIT again
-    replies, woken = await wire.send([fenced], {})
+    try:
+        replies, woken = await wire.send([fenced], {})
+    finally:
+        await wire.close()
     assert (replies, woken) == ([0], [])
     present = 1 if on_cluster else 0  # each cluster primary has one replica; the server none
     assert wire.shortfalls == (1 if replicas > present else 0)

@@ -25,6 +25,7 @@ from pump_support import (
     simulated,
     snapshot,
     started_workers,
+    stepped_pump,
     uncursored,
     whole_turn,
     words,
@@ -35,7 +36,6 @@ from terminus.service.fold.commit import LeaseLost
 from terminus.service.keys import Keys, partition_of, workers_key
 from terminus.service.runtime.leases import Leases
 from terminus.service.runtime.owner import PartitionOwner
-from terminus.service.runtime.pump import Pump
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.views import dead_letters, session_updates
 from terminus.statemachines.states import TurnState
@@ -59,30 +59,32 @@ async def test_retire_commits_the_batch_in_hand(redis: Redis, prefix: str) -> No
     epoch = await Leases(redis, prefix).acquire(keys.partition, "worker-a", 30_000)
     assert epoch is not None
     owner = PartitionOwner(redis, settings, keys.partition, "worker-a", epoch)
-    pump = Pump(redis, settings)
-    pump.add(owner)
-    await pump.round()
-    assert owner.batch is not None
-    assert await pending(redis, keys) == 3, "read, folded, not committed"
+    async with stepped_pump(redis, settings) as pump:
+        pump.add(owner)
+        await pump.round()
+        assert owner.batch is not None
+        assert await pending(redis, keys) == 3, "read, folded, not committed"
 
-    running = asyncio.create_task(pump.run())
-    await asyncio.sleep(0)  # the loop runs: retire now waits for it to commit, then end
-    assert pump.running
-    await pump.retire(keys.partition)
-    pump.stop()
-    await running
-    assert owner.done
-    assert owner.ended.exception() is None
-    assert pump.owners == {}
-    assert await pending(redis, keys) == 0
-    groups = await redis.xinfo_groups(keys.inbound)
-    last_read = as_str(groups[0]["last-delivered-id"])
-    ids = [as_str(i) for i, _ in cast("list[tuple[bytes, Any]]", await redis.xrange(keys.inbound))]
-    read = ids.index(last_read) + 1
-    assert 3 <= read < len(ids), "stopped before the end of the log"
-    turn = await whole_turn(redis, keys, "t-1")
-    assert turn is not None
-    assert turn.last_seq == script.events[read - 1].seq, "every entry read was committed"
+        running = asyncio.create_task(pump.run())
+        await asyncio.sleep(0)  # the loop runs: retire now waits for it to commit, then end
+        assert pump.running
+        await pump.retire(keys.partition)
+        pump.stop()
+        await running
+        assert owner.done
+        assert owner.ended.exception() is None
+        assert pump.owners == {}
+        assert await pending(redis, keys) == 0
+        groups = await redis.xinfo_groups(keys.inbound)
+        last_read = as_str(groups[0]["last-delivered-id"])
+        ids = [
+            as_str(i) for i, _ in cast("list[tuple[bytes, Any]]", await redis.xrange(keys.inbound))
+        ]
+        read = ids.index(last_read) + 1
+        assert 3 <= read < len(ids), "stopped before the end of the log"
+        turn = await whole_turn(redis, keys, "t-1")
+        assert turn is not None
+        assert turn.last_seq == script.events[read - 1].seq, "every entry read was committed"
 
 
 async def test_retire_of_an_idle_pump_ends_the_owner_and_leaves_its_entries_pending(
@@ -94,21 +96,21 @@ async def test_retire_of_an_idle_pump_ends_the_owner_and_leaves_its_entries_pend
     script = answer(SESSION, "t-1", 2)
     await Producer(redis, partitions=PARTITIONS, prefix=prefix).publish(script.events)
     first = await owned(redis, prefix, keys.partition, "worker-a")
-    pump = Pump(redis, settings_for(prefix))
-    pump.add(first)
-    await pump.round()
-    assert first.batch is not None
-    await pump.retire(keys.partition)
-    assert first.done
-    assert await pending(redis, keys) == len(script.events)
-    assert await snapshot(redis, keys, "t-1") is None
-    await Leases(redis, prefix).release(keys.partition, "worker-a", first.epoch)
+    async with stepped_pump(redis, settings_for(prefix)) as pump:
+        pump.add(first)
+        await pump.round()
+        assert first.batch is not None
+        await pump.retire(keys.partition)
+        assert first.done
+        assert await pending(redis, keys) == len(script.events)
+        assert await snapshot(redis, keys, "t-1") is None
+        await Leases(redis, prefix).release(keys.partition, "worker-a", first.epoch)
 
-    second = await owned(redis, prefix, keys.partition, "worker-b")
-    pump.add(second)
-    await pump.round()  # the drain claims and commits them
-    assert await pending(redis, keys) == 0
-    assert await message_text(redis, prefix, SESSION, "t-1") == "".join(words("t-1", 2))
+        second = await owned(redis, prefix, keys.partition, "worker-b")
+        pump.add(second)
+        await pump.round()  # the drain claims and commits them
+        assert await pending(redis, keys) == 0
+        assert await message_text(redis, prefix, SESSION, "t-1") == "".join(words("t-1", 2))
 
 
 async def test_a_commit_in_hand_on_a_lost_lease_writes_nothing_and_ends_the_owner(
@@ -119,21 +121,21 @@ async def test_a_commit_in_hand_on_a_lost_lease_writes_nothing_and_ends_the_owne
         answer(SESSION, "t-1", 2).events
     )
     owner = await owned(redis, prefix, keys.partition, "worker-a")
-    pump = Pump(redis, settings_for(prefix))
-    pump.add(owner)
-    await pump.round()
-    assert owner.batch is not None
-    leases = Leases(redis, prefix)
-    assert await leases.release(keys.partition, "worker-a", owner.epoch)
-    assert await leases.acquire(keys.partition, "worker-b", 30_000) == owner.epoch + 1
-    await pump.round()
-    assert owner.done
-    assert isinstance(owner.ended.exception(), LeaseLost)
-    assert owner.fold.turns == {}
-    assert pump.owners == {}
-    assert await snapshot(redis, keys, "t-1") is None
-    assert await admin_redis.exists(keys.session(SESSION)) == 0
-    assert await pending(redis, keys) > 0, "left for the new owner's drain"
+    async with stepped_pump(redis, settings_for(prefix)) as pump:
+        pump.add(owner)
+        await pump.round()
+        assert owner.batch is not None
+        leases = Leases(redis, prefix)
+        assert await leases.release(keys.partition, "worker-a", owner.epoch)
+        assert await leases.acquire(keys.partition, "worker-b", 30_000) == owner.epoch + 1
+        await pump.round()
+        assert owner.done
+        assert isinstance(owner.ended.exception(), LeaseLost)
+        assert owner.fold.turns == {}
+        assert pump.owners == {}
+        assert await snapshot(redis, keys, "t-1") is None
+        assert await admin_redis.exists(keys.session(SESSION)) == 0
+        assert await pending(redis, keys) > 0, "left for the new owner's drain"
 
 
 async def test_stopping_a_busy_worker_leaves_nothing_pending_and_releases_every_lease(

@@ -17,13 +17,13 @@ from pump_support import (
     settings_for,
     snapshot,
     started_workers,
+    stepped_pump,
     text_of,
     words,
 )
 from redis.asyncio import Redis
 
 from terminus.service.keys import Keys, partition_of
-from terminus.service.runtime.pump import Pump
 from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.views import dead_letters
@@ -49,32 +49,32 @@ async def test_a_commit_in_hand_lands_after_script_flush(
     opened = 6  # up to the third delta
     await producer.publish(script.events[:opened])
     owner = await owned(redis, prefix, keys.partition, "worker-a")
-    pump = Pump(redis, settings_for(prefix))
-    pump.add(owner)
+    async with stepped_pump(redis, settings_for(prefix)) as pump:
+        pump.add(owner)
 
-    await pump.round()  # the drain, then the read: the batch is folded, not committed
-    assert owner.batch is not None
-    await admin_redis.script_flush()
-    await pump.round()  # commit-and-read: NOSCRIPT, loaded, sent again
-    assert owner.batch is None
-    assert not owner.done
-    assert await pending(redis, keys) == 0
-    assert await text_of(redis, keys, "t-1") == "".join(words("t-1", 6)[:3])
+        await pump.round()  # the drain, then the read: the batch is folded, not committed
+        assert owner.batch is not None
+        await admin_redis.script_flush()
+        await pump.round()  # commit-and-read: NOSCRIPT, loaded, sent again
+        assert owner.batch is None
+        assert not owner.done
+        assert await pending(redis, keys) == 0
+        assert await text_of(redis, keys, "t-1") == "".join(words("t-1", 6)[:3])
 
-    await admin_redis.script_flush()
-    await producer.publish(script.events[opened:])
-    for _ in range(10):  # the wait (XREAD) wakes it, then a read (NOSCRIPT again)
+        await admin_redis.script_flush()
+        await producer.publish(script.events[opened:])
+        for _ in range(10):  # the wait (XREAD) wakes it, then a read (NOSCRIPT again)
+            await pump.round()
+            if owner.batch is not None:
+                break
+        assert owner.batch is not None
         await pump.round()
-        if owner.batch is not None:
-            break
-    assert owner.batch is not None
-    await pump.round()
-    assert not owner.done
-    turn = await snapshot(redis, keys, "t-1")
-    assert turn is not None
-    assert turn.state is TurnState.FINISHED
-    assert await message_text(redis, prefix, SESSION, "t-1") == "".join(words("t-1", 6))
-    assert owner.epoch == 1, "the owner went on: no new epoch, no restart"
+        assert not owner.done
+        turn = await snapshot(redis, keys, "t-1")
+        assert turn is not None
+        assert turn.state is TurnState.FINISHED
+        assert await message_text(redis, prefix, SESSION, "t-1") == "".join(words("t-1", 6))
+        assert owner.epoch == 1, "the owner went on: no new epoch, no restart"
 
 
 async def test_a_running_worker_goes_on_after_script_flush(

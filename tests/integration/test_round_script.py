@@ -99,15 +99,18 @@ async def test_a_round_holding_a_commit_waits_for_replicas_and_a_round_of_reads_
     redis: Redis, prefix: str
 ) -> None:
     wire = Wire(redis, Settings(prefix=prefix, commit_wait_replicas=1, commit_wait_ms=20))
-    await redis.script_load(source("round"))  # no NOSCRIPT redo, which would WAIT again
-    first, second = Keys(0, prefix), Keys(1, prefix)
-    fence = ["nobody:1", GROUP, "nobody"]
-    reads: list[Call] = [
-        ("read", [first.lease, first.inbound], [*fence, 10]),
-        ("read", [second.lease, second.inbound], [*fence, 10]),
-    ]
-    assert await wire.send(reads, {}) == ([0, 0], [])
-    assert wire.shortfalls == 0, "reads only: no WAIT"
-    commit: Call = ("commit", [second.lease, second.inbound], [*fence, 0, ""])
-    assert await wire.send([reads[0], commit], {}) == ([0, 0], [])
-    assert wire.shortfalls == 1, "a commit in the round: one WAIT, which no replica answers"
+    try:
+        await redis.script_load(source("round"))  # no NOSCRIPT redo, which would WAIT again
+        first, second = Keys(0, prefix), Keys(1, prefix)
+        fence = ["nobody:1", GROUP, "nobody"]
+        reads: list[Call] = [
+            ("read", [first.lease, first.inbound], [*fence, 10]),
+            ("read", [second.lease, second.inbound], [*fence, 10]),
+        ]
+        assert await wire.send(reads, {}) == ([0, 0], [])
+        assert wire.shortfalls == 0, "reads only: no WAIT"
+        commit: Call = ("commit", [second.lease, second.inbound], [*fence, 0, ""])
+        assert await wire.send([reads[0], commit], {}) == ([0, 0], [])
+        assert wire.shortfalls == 1, "a commit in the round: one WAIT, which no replica answers"
+    finally:
+        await wire.close()
