@@ -2,8 +2,8 @@
 
 One Redis: a round is one round trip on the pump's own connection (service/runtime/line.py): one
 EVALSHA of round.lua, which runs every owner's read or commit-and-read, then one non-blocking
-XREAD over all idle partitions; a wait is one blocking XREAD over all of them, through the
-client's pool.
+XREAD over all idle partitions; a wait is one blocking XREAD over all of them, on the same
+connection (a round and a wait never overlap).
 
 A cluster refuses a command whose keys span slots, and each partition is its own slot (`{p}`).
 So a round sends one XREAD per idle partition, and redis-py's cluster pipeline splits the round
@@ -78,7 +78,7 @@ class Wire:
         waits = self._waits_for(any(name == "commit" for name, _, _ in calls))
         commands.extend(waits)
         if idle:
-            commands.append(("XREAD", "COUNT", 1, "STREAMS", *idle, *idle.values()))
+            commands.append(_xread(idle))
         results = await self._run(commands)
         replies = results[: len(sent)]
         self._check_waits(results[len(sent) : len(sent) + len(waits)])
@@ -165,6 +165,8 @@ class Wire:
 
     async def wait(self, streams: Mapping[str, str], block_ms: int) -> StreamReply:
         """Until one of `streams` has an entry after its id, or `block_ms` elapsed ([])."""
+        if self._line is not None:  # cancelled (an owner came or went), it drops the connection
+            return _woken(await self._line.run([_xread(streams, block_ms)]))
         if not self.cluster:
             return await xread(self.redis, streams, 1, block_ms)
         for key, cursor in streams.items():
@@ -225,6 +227,12 @@ class Wire:
 def _evalsha(call: Call) -> Command:
     name, keys, args = call
     return ("EVALSHA", sha(name), len(keys), *keys, *args)
+
+
+def _xread(streams: Mapping[str, str], block_ms: int | None = None) -> Command:
+    """XREAD of an entry after each stream's id; blocking up to `block_ms` if given."""
+    block = () if block_ms is None else ("BLOCK", block_ms)
+    return ("XREAD", "COUNT", 1, *block, "STREAMS", *streams, *streams.values())
 
 
 def _woken(replies: Sequence[Any]) -> StreamReply:
