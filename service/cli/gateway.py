@@ -21,8 +21,7 @@ def host_port(text: str) -> tuple[str, int]:
 
 
 def _gateway(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from terminus.service.cli.loop import run
     from terminus.service.gateway.serve import serve_gateway
     from terminus.service.gateway.tokens import TokenError, local_keyring
     from terminus.service.settings import SettingsError, from_env
@@ -33,15 +32,7 @@ def _gateway(args: argparse.Namespace) -> int:
     except (SettingsError, TokenError) as exc:
         raise SystemExit(f"terminus gateway: {exc}") from None
     host, port = args.http
-    # uvloop's C event loop where it exists: the gateway's cost is mostly socket sends, one per
-    # subscriber per wake-up, each a trip through the event loop (docs/performance.md).
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(serve_gateway(settings, secret, host, port))
-    else:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(serve_gateway(settings, secret, host, port))
+    run(serve_gateway(settings, secret, host, port))
     return 0
 
 

@@ -61,11 +61,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from terminus.service.cli.loop import run
     from terminus.service.runtime.app import create_app
 
-    asyncio.run(create_app(_settings()).run())
+    run(create_app(_settings()).run())
     return 0
 
 
