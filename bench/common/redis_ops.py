@@ -23,6 +23,7 @@ from terminus.events.inbound import InboundEvent
 from terminus.service.cli.replay import clear_prefix
 from terminus.service.keys import FIELD, GROUP, Keys, keys_for_session, partition_of
 from terminus.service.redis.connect import is_cluster
+from terminus.service.redis.replies import mget
 from terminus.service.sdk.producer import Producer
 
 PIPELINE_EVENTS: Final = 1000
@@ -104,6 +105,34 @@ async def wait_drained(
         check()
         await asyncio.sleep(POLL_S)
     raise TimeoutError(f"inbound logs not drained within {timeout_s:.0f}s")
+
+
+async def wait_settled(
+    redis: Redis, prefix: str, partitions: int, workers: int
+) -> tuple[float, int] | None:
+    """Until every partition is leased and `workers` processes hold the leases (the pool has
+    split them): its perf_counter and how many entries were not acked yet. None if the server
+    cannot tell (XINFO GROUPS has `lag` from Redis 7 on), or on a cluster (the leases span
+    slots)."""
+    if is_cluster(redis):
+        return None
+    keys = [Keys(p, prefix) for p in range(partitions)]
+    while True:
+        values = await mget(redis, [k.lease for k in keys])
+        holders = {v.rsplit(b":", 1)[0] for v in values if v is not None}
+        if None not in values and len(holders) >= workers:
+            now = perf_counter()
+            rows = await groups(redis, [k.inbound for k in keys])
+            left = 0
+            for k, row in zip(keys, rows, strict=True):
+                if row is None:  # its owner has not made the group yet: nothing was read
+                    left += await redis.xlen(k.inbound)
+                elif row.get("lag") is None:
+                    return None
+                else:
+                    left += int(row["lag"]) + int(row["pending"])
+            return now, left
+        await asyncio.sleep(POLL_S)
 
 
 async def wait_owned(redis: Redis, prefix: str, partitions: int, timeout_s: float) -> None:

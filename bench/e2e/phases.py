@@ -30,6 +30,7 @@ from bench.common.redis_ops import (
     wait_drained,
     wait_grouped,
     wait_owned,
+    wait_settled,
     wait_started,
 )
 from bench.e2e import latency as lat
@@ -107,18 +108,49 @@ async def drain_phase(
     start = perf_counter()
     tails = await publish_all(redis, events, run.args.partitions, prefix)
     publish_s = perf_counter() - start
+    partitions = run.args.partitions
     with run.pool(prefix, workers, module) as pool:
         spawned = perf_counter()
-        first = await wait_started(redis, sorted(tails), START_TIMEOUT_S, pool.check_alive)
-        meter = await Meter(redis, pool).start()
-        done = await wait_drained(redis, tails, run.drain_timeout(n), pool.check_alive)
-        used = await meter.read()
+        settling = asyncio.ensure_future(wait_settled(redis, prefix, partitions, workers))
+        try:
+            first = await wait_started(redis, sorted(tails), START_TIMEOUT_S, pool.check_alive)
+            meter = await Meter(redis, pool).start()
+            done = await wait_drained(redis, tails, run.drain_timeout(n), pool.check_alive)
+            used = await meter.read()
+        finally:
+            settling.cancel()  # a no-op if it has returned
+        settled = _outcome(settling)
     left = await outcome(redis, (e.session_id for e in events), run.args.partitions, prefix)
     await run.drop_keys()
     times = DrainTimes(publish_s, spawned, first, done)
     report = drain_report(f"_{name}", n, times, used, left)
     report[f"machine_busy_cores_{name}"] = _per_second(used.machine_s, done - first)
+    if workers > 1:
+        report.update(settled_report(f"_{name}", n, settled, times))
     return report
+
+
+def _outcome(task: asyncio.Future[Any]) -> Any:
+    """What `task` returned, or None if it had not (or failed: the settled rate is a diagnostic,
+    not worth a run)."""
+    if not task.done() or task.cancelled() or task.exception() is not None:
+        return None
+    return task.result()
+
+
+def settled_report(
+    suffix: str, n: int, settled: tuple[float, int] | None, times: DrainTimes
+) -> dict[str, Any]:
+    """The drain once the pool has split the partitions. The processes start together on the
+    full log, and the first to take its partitions drains alone until the others take theirs:
+    from the first read, the rate measures the start-up race as much as the pool. Split before
+    the first read, it is the drain itself."""
+    if settled is None:
+        return {f"e2e_events_per_s_settled{suffix}": None, f"settled_share{suffix}": None}
+    at, left = settled
+    start = max(at, times.first)
+    rate = left / (times.done - start) if left and times.done > start else None
+    return {f"e2e_events_per_s_settled{suffix}": rate, f"settled_share{suffix}": left / n}
 
 
 class Used(NamedTuple):
