@@ -33,8 +33,15 @@ class Outputs(msgspec.Struct, kw_only=True):
     ignored: list[str] = msgspec.field(default_factory=list)
 
     def lengths(self) -> tuple[int, ...]:
-        """Where each list ends now, for `rollback`."""
-        return tuple(len(items) for items in self._lists())
+        """Where each list ends now, for `rollback` (spelled out: taken before every event)."""
+        return (
+            len(self.frames),
+            len(self.commands),
+            len(self.messages),
+            len(self.partials),
+            len(self.transitions),
+            len(self.ignored),
+        )
 
     def rollback(self, lengths: tuple[int, ...]) -> None:
         """Drop what was appended since `lengths` was taken."""

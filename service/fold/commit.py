@@ -79,7 +79,9 @@ class Batch:
 
     def add_frame(self, keys: Keys, frame: SessionUpdate, maxlen: int) -> None:
         """Append `frame` to its session stream, capped at about `maxlen` entries."""
-        self._xadd("F", keys.session(frame.session_id), maxlen, {FIELD: encode_json(frame)})
+        # `_xadd` spelled out for its one field: a frame per delta, the fold's most common op.
+        key = keys.session(frame.session_id)
+        self.ops.append(("F", key, (maxlen, 1, FIELD, encode_json(frame))))
 
     def add_outputs(
         self,

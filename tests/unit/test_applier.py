@@ -340,3 +340,45 @@ def test_a_final_turn_settled_out_of_memory_is_loaded_again_for_late_events() ->
     assert (stats.applied, stats.ignored, stats.dead) == (0, 1, 0)
     [(stored,)] = ops(again, "S", KEYS.turn("t-1"))
     assert msgspec.msgpack.decode(stored, type=Turn).ignored == {"late": 1}
+
+
+# a bug in the core
+
+
+def test_a_core_bug_drops_what_its_event_appended(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What an event appended before the core raised belongs to no applied event: the outputs
+    of every kind go back to where they were, and the entry is dead-lettered."""
+    from terminus.service.fold import applier
+    from terminus.statemachines.outputs import Transition
+
+    real = applier.evolve
+
+    def buggy(turn: Turn | None, ev: InboundEvent, config: CoreConfig, out: Any) -> Any:
+        if isinstance(ev, TextEnd):
+            real(turn, ev, config, out)  # its frames and transitions, and more, then a bug
+            out.ignored.append("x")
+            out.transitions.append(msgspec.convert(TRANSITION, Transition))
+            raise RuntimeError("bug")
+        return real(turn, ev, config, out)
+
+    monkeypatch.setattr(applier, "evolve", buggy)
+    events = answer()[:5]  # the buggy event last: what the batch writes is what came before it
+    batch, stats = run(fold(), entries(events))
+    [dead] = dead_letters(batch)
+    assert dead["reason"] == "internal: RuntimeError: bug"
+    assert dead["raw"] == encode_event(events[-1])
+    before, _ = run(fold(), entries(events[:-1]))
+    assert ops(batch, "F") == ops(before, "F"), "no frame of the buggy event"
+    assert ops(batch, "X", KEYS.transitions) == ops(before, "X", KEYS.transitions)
+    assert (stats.applied, stats.ignored, stats.dead) == (4, 0, 1)
+
+
+TRANSITION: Final = {
+    "session_id": SESSION,
+    "turn_id": "t-1",
+    "step": 1,
+    "attempt": 1,
+    "source": "a",
+    "dest": "b",
+    "trigger": "t",
+}
