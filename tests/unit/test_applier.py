@@ -349,9 +349,8 @@ def test_a_core_bug_drops_what_its_event_appended(monkeypatch: pytest.MonkeyPatc
     """What an event appended before the core raised belongs to no applied event: the outputs
     of every kind go back to where they were, and the entry is dead-lettered."""
     from terminus.service.fold import applier
+    from terminus.statemachines.fold import evolve as real
     from terminus.statemachines.outputs import Transition
-
-    real = applier.evolve
 
     def buggy(turn: Turn | None, ev: InboundEvent, config: CoreConfig, out: Any) -> Any:
         if isinstance(ev, TextEnd):

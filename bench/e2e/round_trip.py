@@ -1,0 +1,111 @@
+"""What a paced round's round trip costs the worker, by path: `python -m bench.e2e.round_trip`.
+
+At light load a round carries a few entries and costs mostly its round trip. This times the
+skeleton of one, `--rounds` times at `--every` ms (the linger): a timer, then one round of
+`--owners` idle owners' reads (one call of round.lua) and the XREAD of their streams, through
+redis-py's `Pipeline` and through the pump's own connection (service/runtime/line.py). It prints
+the process CPU per round of each, the timer alone first, as the floor they share; the runs
+alternate, so that a machine whose speed drifts shows it. On a private redis-server, as
+`bench.e2e`'s, unless `--redis-url` names one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from redis.asyncio import Redis
+
+from bench.common.procs import redis_url
+from bench.common.redis_ops import delete_prefix
+from terminus.service.keys import GROUP, Keys
+from terminus.service.redis.connect import client_options, connect
+from terminus.service.redis.scripts import sha, source
+from terminus.service.runtime.line import Command, Line
+from terminus.service.runtime.wire import Call, bundle
+from terminus.service.settings import Settings
+
+Round = Callable[[list[Command]], Awaitable[Any]]
+
+
+async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> None:
+    """Print each path's CPU per round; its keys under `prefix` (default: a new one), deleted."""
+    prefix = prefix or f"bench-rt-{uuid.uuid4().hex[:8]}"
+    keys = [Keys(p, prefix) for p in range(args.owners)]
+    for k in keys:
+        await redis.xgroup_create(k.inbound, GROUP, id="0-0", mkstream=True)
+        await redis.set(k.lease, "bench:1")
+    await redis.script_load(source("round"))
+    calls: list[Call] = [
+        ("read", [k.lease, k.inbound], ["bench:1", GROUP, "bench", 512]) for k in keys
+    ]
+    name, call_keys, call_args = bundle(calls)
+    evalsha: Command = ("EVALSHA", sha(name), len(call_keys), *call_keys, *call_args)
+    streams = [k.inbound for k in keys]
+    xread: Command = ("XREAD", "COUNT", 1, "STREAMS", *streams, *(["0-0"] * len(streams)))
+    line = Line(redis, client_options(Settings())["socket_timeout"])
+    paths: dict[str, Round] = {
+        "timer alone": _nothing,
+        "redis-py Pipeline": lambda commands: _pipeline(redis, commands),
+        "own connection (Line)": line.run,
+    }
+    try:
+        for run in range(args.runs):
+            for label, path in paths.items():
+                cpu = await _per_round(path, [evalsha, xread], args.rounds, args.every / 1000)
+                print(f"run {run + 1}  {label:<24}{cpu:>7.0f} µs of CPU per round")
+    finally:
+        await line.close()
+        await delete_prefix(redis, prefix)
+
+
+async def _per_round(path: Round, commands: list[Command], rounds: int, every_s: float) -> float:
+    loop = asyncio.get_running_loop()
+    started = time.process_time()
+    for _ in range(rounds):
+        paced: asyncio.Future[None] = loop.create_future()
+        loop.call_later(every_s, paced.set_result, None)  # the pump's pace: a bare future
+        await paced
+        await path(commands)
+    return (time.process_time() - started) / rounds * 1e6
+
+
+async def _nothing(commands: list[Command]) -> None:
+    return None
+
+
+async def _pipeline(redis: Redis, commands: list[Command]) -> list[Any]:
+    pipe = redis.pipeline(transaction=False)
+    for command in commands:
+        pipe.execute_command(*command)
+    return list(await pipe.execute(raise_on_error=False))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.e2e.round_trip", description=__doc__)
+    parser.add_argument("--redis-url", help="use this Redis, not a private one")
+    parser.add_argument("--owners", type=int, default=8, help="idle owners read per round")
+    parser.add_argument("--rounds", type=int, default=2500)
+    parser.add_argument("--every", type=float, default=2.0, help="ms between rounds")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as data, redis_url(args.redis_url, Path(data)) as url:
+        asyncio.run(_main(url, args))
+
+
+async def _main(url: str, args: argparse.Namespace) -> None:
+    redis = connect(url, **client_options(Settings()))
+    try:
+        await measure(redis, args)
+    finally:
+        await redis.aclose()
+
+
+if __name__ == "__main__":
+    main()
