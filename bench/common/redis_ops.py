@@ -107,32 +107,25 @@ async def wait_drained(
     raise TimeoutError(f"inbound logs not drained within {timeout_s:.0f}s")
 
 
-async def wait_settled(
-    redis: Redis, prefix: str, partitions: int, workers: int
-) -> tuple[float, int] | None:
-    """Until every partition is leased and `workers` processes hold the leases (the pool has
-    split them): its perf_counter and how many entries were not acked yet. None if the server
-    cannot tell (XINFO GROUPS has `lag` from Redis 7 on), or on a cluster (the leases span
-    slots)."""
-    if is_cluster(redis):
-        return None
-    keys = [Keys(p, prefix) for p in range(partitions)]
+async def wait_split(redis: Redis, prefix: str, partitions: int, workers: int) -> None:
+    """Until every partition is leased and `workers` processes hold the leases: the pool has
+    split them."""
+    keys = [Keys(p, prefix).lease for p in range(partitions)]
     while True:
-        values = await mget(redis, [k.lease for k in keys])
-        holders = {v.rsplit(b":", 1)[0] for v in values if v is not None}
-        if None not in values and len(holders) >= workers:
-            now = perf_counter()
-            rows = await groups(redis, [k.inbound for k in keys])
-            left = 0
-            for k, row in zip(keys, rows, strict=True):
-                if row is None:  # its owner has not made the group yet: nothing was read
-                    left += await redis.xlen(k.inbound)
-                elif row.get("lag") is None:
-                    return None
-                else:
-                    left += int(row["lag"]) + int(row["pending"])
-            return now, left
+        values = await mget(redis, keys)
+        if None not in values and len({v.rsplit(b":", 1)[0] for v in values if v}) >= workers:
+            return
         await asyncio.sleep(POLL_S)
+
+
+async def start_gun(redis: Redis, streams: Sequence[str], fire: bool = False) -> None:
+    """Our group on each stream at its end (nothing to read), or with `fire` moved back to its
+    start: every entry is new again, for whichever worker owns the stream by then."""
+    for stream in streams:
+        if fire:
+            await redis.xgroup_setid(stream, GROUP, "0")
+        else:
+            await redis.xgroup_create(stream, GROUP, id="$")
 
 
 async def wait_owned(redis: Redis, prefix: str, partitions: int, timeout_s: float) -> None:

@@ -78,8 +78,6 @@ async def measure_all(run: Run) -> dict[str, Any]:
         if f"e2e_events_per_s_{suffix}" in report:
             rate = report[f"e2e_events_per_s_{suffix}"]
             report[f"ratio_{suffix}"] = rate / report["raw_events_per_s"]
-    settled = report.get("e2e_events_per_s_settled_2w")
-    report["settled_2w_over_1w"] = settled and settled / report["e2e_events_per_s_1w"]
     if not args.no_peer:
         report["terminus_over_peer_drain"] = (
             report["e2e_events_per_s_1w"] / report["e2e_events_per_s_peer"]

@@ -27,10 +27,11 @@ from bench.common.redis_ops import (
     publish_all,
     routed,
     server_usage,
+    start_gun,
     wait_drained,
     wait_grouped,
     wait_owned,
-    wait_settled,
+    wait_split,
     wait_started,
 )
 from bench.e2e import latency as lat
@@ -38,6 +39,7 @@ from bench.e2e.packed import PackedPublisher, to_inbound, to_session
 from bench.e2e.raw import measure_raw
 from bench.e2e.workload import marked, sized
 from terminus.events.inbound import InboundEvent
+from terminus.service.keys import partition_of
 from terminus.service.sdk.producer import Producer
 
 START_TIMEOUT_S: Final = 30.0
@@ -102,55 +104,51 @@ async def drain_phase(
     run: Run, events: Sequence[InboundEvent], workers: int, module: str = WORKER
 ) -> dict[str, Any]:
     """Pre-fill the inbound logs, start `workers` processes, time until every entry is acked.
-    Its keys end in `_<workers>w`, or `_peer` for the peer's process."""
+    Its keys end in `_<workers>w`, or `_peer` for the peer's process.
+
+    Several workers start behind a start gun: processes that start together on a full log race,
+    and the first to take its partitions drains alone (some of the others' too) until the rest
+    take theirs, so a rate from the first read measured the race as much as the pool. So the
+    log is pre-filled but for the last entry of each partition, with the group at its end; once
+    the pool has split the partitions, the groups go back to the start and the held-back entries
+    wake the owners. Not on a cluster (the leases span slots)."""
     name = f"{workers}w" if module == WORKER else "peer"
     prefix, n, redis = run.new_prefix(f"{name}-{uuid.uuid4().hex[:4]}"), len(events), run.redis
-    start = perf_counter()
-    tails = await publish_all(redis, events, run.args.partitions, prefix)
-    publish_s = perf_counter() - start
     partitions = run.args.partitions
+    gun = workers > 1 and module == WORKER and not run.args.cluster
+    filled, held = held_back(events, partitions) if gun else (list(events), [])
+    start = perf_counter()
+    tails = await publish_all(redis, filled, partitions, prefix)
+    publish_s = perf_counter() - start
+    if gun:
+        await start_gun(redis, sorted(tails))
     with run.pool(prefix, workers, module) as pool:
         spawned = perf_counter()
-        settling = asyncio.ensure_future(wait_settled(redis, prefix, partitions, workers))
-        try:
-            first = await wait_started(redis, sorted(tails), START_TIMEOUT_S, pool.check_alive)
-            meter = await Meter(redis, pool).start()
-            done = await wait_drained(redis, tails, run.drain_timeout(n), pool.check_alive)
-            used = await meter.read()
-        finally:
-            settling.cancel()  # a no-op if it has returned
-        settled = _outcome(settling)
-    left = await outcome(redis, (e.session_id for e in events), run.args.partitions, prefix)
+        if gun:
+            await asyncio.wait_for(wait_split(redis, prefix, partitions, workers), START_TIMEOUT_S)
+            await start_gun(redis, sorted(tails), fire=True)
+            tails.update(await publish_all(redis, held, partitions, prefix))
+        first = await wait_started(redis, sorted(tails), START_TIMEOUT_S, pool.check_alive)
+        meter = await Meter(redis, pool).start()
+        done = await wait_drained(redis, tails, run.drain_timeout(n), pool.check_alive)
+        used = await meter.read()
+    left = await outcome(redis, (e.session_id for e in events), partitions, prefix)
     await run.drop_keys()
     times = DrainTimes(publish_s, spawned, first, done)
     report = drain_report(f"_{name}", n, times, used, left)
     report[f"machine_busy_cores_{name}"] = _per_second(used.machine_s, done - first)
-    if workers > 1:
-        report.update(settled_report(f"_{name}", n, settled, times))
+    report[f"start_gun_{name}"] = gun
     return report
 
 
-def _outcome(task: asyncio.Future[Any]) -> Any:
-    """What `task` returned, or None if it had not (or failed: the settled rate is a diagnostic,
-    not worth a run)."""
-    if not task.done() or task.cancelled() or task.exception() is not None:
-        return None
-    return task.result()
-
-
-def settled_report(
-    suffix: str, n: int, settled: tuple[float, int] | None, times: DrainTimes
-) -> dict[str, Any]:
-    """The drain once the pool has split the partitions. The processes start together on the
-    full log, and the first to take its partitions drains alone until the others take theirs:
-    from the first read, the rate measures the start-up race as much as the pool. Split before
-    the first read, it is the drain itself."""
-    if settled is None:
-        return {f"e2e_events_per_s_settled{suffix}": None, f"settled_share{suffix}": None}
-    at, left = settled
-    start = max(at, times.first)
-    rate = left / (times.done - start) if left and times.done > start else None
-    return {f"e2e_events_per_s_settled{suffix}": rate, f"settled_share{suffix}": left / n}
+def held_back(
+    events: Sequence[InboundEvent], partitions: int
+) -> tuple[list[InboundEvent], list[InboundEvent]]:
+    """The events but the last of each partition, and those last ones (each after every other
+    event of its partition, so of its session too)."""
+    last = {partition_of(e.session_id, partitions): n for n, e in enumerate(events)}
+    kept = set(last.values())
+    return [e for n, e in enumerate(events) if n not in kept], [events[n] for n in sorted(kept)]
 
 
 class Used(NamedTuple):

@@ -67,13 +67,6 @@ def throughput(r: dict[str, Any]) -> list[str]:
             f"    (start-up {r['startup_s' + s]:.2f} s; {_batch(r['mean_batch' + s])} "
             f"entries/commit; producer published {_rate(r['producer_events_per_s' + s])}/s)"
         )
-        if r.get("e2e_events_per_s_settled" + s):
-            lines.append(
-                f"{'  same, once the pool split the partitions':<46}"
-                f"{_rate(r['e2e_events_per_s_settled' + s]):>11}"
-                f"    (the last {r['settled_share' + s]:.0%} of the log; "
-                f"{r['settled_2w_over_1w']:.2f}x one worker)"
-            )
     if "e2e_events_per_s_peer" in r:
         lines.append(
             f"{'peer drain (bench/peer, FastStream), 1 process':<46}"
