@@ -2,10 +2,11 @@
 directly, not through redis-py's `Pipeline`.
 
 Why: at light load a round carries a few entries, and its cost is mostly the round trip itself.
-Through a `Pipeline`, one costs the worker about 190 µs of CPU on the 2-core benchmark machine
-(a pipeline object, a connection taken from the pool and given back, a task for the socket
-timeout of every write and a timeout context for every read), and about 115 µs on a connection
-of its own with one timeout for the whole round (docs/performance.md, "A connection of its own").
+Through a `Pipeline`, one cost the worker 190-210 µs of CPU on the 2-core benchmark machine (a
+pipeline object, a connection taken from the pool and given back, a task for the socket timeout
+of every write and a timeout context for every read), and 120-150 µs on a connection of its own
+with one deadline for the whole round (`python -m bench.e2e.round_trip`; docs/performance.md,
+"A connection of its own, uvloop, and a leaner fold").
 
 The connection is redis-py's, made as its pool makes them (`connection_class` and
 `connection_kwargs`: TLS, the ACL user, the database, the client name, the health check), with

@@ -150,8 +150,8 @@ class Wire:
         for name in {calls[n][0] for n in unknown}:
             await self.redis.script_load(source(name))  # on a cluster: every primary
         again = [calls[n] for n in unknown]
-        committing = [keys for name, keys, _ in again if name == "commit"]
-        if self.cluster:
+        if self.cluster:  # calls there go one by one (never bundled): redo only their commits
+            committing = [keys for name, keys, _ in again if name == "commit"]
             redo = self.redis.pipeline(transaction=False)
             waits = self._calls(redo, again, committing)
             results = await execute(redo, raise_on_error=False)
