@@ -53,7 +53,14 @@ async def commits_for_a_trickle(
             await asyncio.sleep(apart_s)
         seconds = time.monotonic() - started
         await until(lambda: applied(redis, prefix, session, deltas), "the trickle committed")
+        # Redis shows a commit's frames before the worker has taken its reply, which is when
+        # the commit is counted: read the count once every owner is back to waiting.
+        await until(lambda: all_waiting(worker), "every commit's reply taken")
         return worker.metrics.commits - before, seconds
+
+
+async def all_waiting(worker: Worker) -> bool:
+    return all(o.idle for pump in worker.pumps for o in pump.owners.values())
 
 
 async def owns_all(worker: Worker) -> bool:
