@@ -6,6 +6,8 @@ reply never answers the next round."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
@@ -16,27 +18,32 @@ from terminus.service.redis.connect import TRANSIENT
 from terminus.service.runtime.line import Line
 
 
-async def test_replies_come_in_order_with_an_error_in_its_place(redis: Redis, prefix: str) -> None:
-    line = Line(redis, deadline_s=5)
-    key = f"{prefix}:line"
+@contextlib.asynccontextmanager
+async def line_on(redis: Redis, deadline_s: float = 5) -> AsyncIterator[Line]:
+    line = Line(redis, deadline_s)
     try:
+        yield line
+    finally:
+        await line.close()
+
+
+async def test_replies_come_in_order_with_an_error_in_its_place(redis: Redis, prefix: str) -> None:
+    key = f"{prefix}:line"
+    async with line_on(redis) as line:
         set_, wrong, get = await line.run([("SET", key, "a"), ("INCR", key), ("GET", key)])
         assert (set_, get) == (b"OK", b"a")
         assert isinstance(wrong, ResponseError), "INCR of a non-integer: its error, in its place"
         # The same connection goes on in step: an error reply was read whole.
         assert await line.run([("APPEND", key, "b"), ("GET", key)]) == [2, b"ab"]
         assert await redis.get(key) == b"ab", "the pool's database, not another"
-    finally:
-        await line.close()
 
 
 async def test_a_round_past_its_deadline_is_dropped_with_its_connection(
     redis: Redis, prefix: str
 ) -> None:
-    line = Line(redis, deadline_s=0.2)
     stream, key = f"{prefix}:line-stream", f"{prefix}:line-key"
     await redis.set(key, "value")
-    try:
+    async with line_on(redis, deadline_s=0.2) as line:
         blocked = [("XREAD", "BLOCK", 0, "STREAMS", stream, "$")]
         with pytest.raises(RedisTimeoutError) as raised:
             await line.run(blocked)
@@ -45,18 +52,13 @@ async def test_a_round_past_its_deadline_is_dropped_with_its_connection(
         await redis.xadd(stream, {"e": b"late"})
         await asyncio.sleep(0.05)
         assert await line.run([("GET", key)]) == [b"value"]
-    finally:
-        await line.close()
 
 
 async def test_a_closed_line_opens_a_new_connection_when_used_again(
     redis: Redis, prefix: str
 ) -> None:
-    line = Line(redis, deadline_s=5)
     key = f"{prefix}:line-again"
-    try:
+    async with line_on(redis) as line:
         assert await line.run([("SET", key, "1")]) == [b"OK"]
         await line.close()
         assert await line.run([("GET", key)]) == [b"1"]
-    finally:
-        await line.close()
