@@ -2,10 +2,10 @@
 
 At light load a round carries a few entries and costs mostly its round trip. This times the
 skeleton of one, `--rounds` times at `--every` ms (the linger): a timer, then one round of
-`--owners` idle owners' reads (one call of round.lua) and the XREAD of their streams, through
-redis-py's `Pipeline` and through the pump's own connection (service/runtime/line.py). It prints
-the process CPU per round of each, the timer alone first, as the floor they share; the runs
-alternate, so that a machine whose speed drifts shows it. On a private redis-server, as
+`--owners` idle owners' reads (one call of round.lua) and the XREAD of their streams, sent by the
+pump's `Wire` through redis-py's `Pipeline` and on its own connection (service/runtime/line.py).
+It prints the process CPU per round of each, the timer alone first, as the floor they share; the
+runs alternate, so that a machine whose speed drifts shows it. On a private redis-server, as
 `bench.e2e`'s, unless `--redis-url` names one.
 """
 
@@ -24,18 +24,18 @@ from redis.asyncio import Redis
 
 from bench.common.procs import redis_url
 from bench.common.redis_ops import delete_prefix
-from terminus.service.keys import GROUP, Keys
+from terminus.service.keys import GROUP, START, Keys
 from terminus.service.redis.connect import client_options, connect
-from terminus.service.redis.scripts import sha, source
-from terminus.service.runtime.line import Command, Line
-from terminus.service.runtime.wire import Call, bundle
+from terminus.service.redis.scripts import source
+from terminus.service.runtime.wire import Call, Wire
 from terminus.service.settings import Settings
 
-Round = Callable[[list[Command]], Awaitable[Any]]
+Round = Callable[[], Awaitable[Any]]
 
 
 async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> None:
-    """Print each path's CPU per round; its keys under `prefix` (default: a new one), deleted."""
+    """Print each path's CPU per round; its keys under `prefix` (default: a new one), deleted.
+    Both paths are the pump's own (`Wire.send`), with and without its own connection."""
     prefix = prefix or f"bench-rt-{uuid.uuid4().hex[:8]}"
     keys = [Keys(p, prefix) for p in range(args.owners)]
     for k in keys:
@@ -45,46 +45,37 @@ async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> N
     calls: list[Call] = [
         ("read", [k.lease, k.inbound], ["bench:1", GROUP, "bench", 512]) for k in keys
     ]
-    name, call_keys, call_args = bundle(calls)
-    evalsha: Command = ("EVALSHA", sha(name), len(call_keys), *call_keys, *call_args)
-    streams = [k.inbound for k in keys]
-    xread: Command = ("XREAD", "COUNT", 1, "STREAMS", *streams, *(["0-0"] * len(streams)))
-    line = Line(redis, client_options(Settings())["socket_timeout"])
+    idle = {k.inbound: START for k in keys}
+    piped = Wire(redis, Settings(), own_connection=False)
+    own = Wire(redis, Settings())
     paths: dict[str, Round] = {
         "timer alone": _nothing,
-        "redis-py Pipeline": lambda commands: _pipeline(redis, commands),
-        "own connection (Line)": line.run,
+        "redis-py Pipeline": lambda: piped.send(calls, idle),
+        "own connection (Line)": lambda: own.send(calls, idle),
     }
     try:
         for run in range(args.runs):
             for label, path in paths.items():
-                cpu = await _per_round(path, [evalsha, xread], args.rounds, args.every / 1000)
+                cpu = await _per_round(path, args.rounds, args.every / 1000)
                 print(f"run {run + 1}  {label:<24}{cpu:>7.0f} µs of CPU per round")
     finally:
-        await line.close()
+        await own.close()
         await delete_prefix(redis, prefix)
 
 
-async def _per_round(path: Round, commands: list[Command], rounds: int, every_s: float) -> float:
+async def _per_round(path: Round, rounds: int, every_s: float) -> float:
     loop = asyncio.get_running_loop()
     started = time.process_time()
     for _ in range(rounds):
         paced: asyncio.Future[None] = loop.create_future()
         loop.call_later(every_s, paced.set_result, None)  # the pump's pace: a bare future
         await paced
-        await path(commands)
+        await path()
     return (time.process_time() - started) / rounds * 1e6
 
 
-async def _nothing(commands: list[Command]) -> None:
+async def _nothing() -> None:
     return None
-
-
-async def _pipeline(redis: Redis, commands: list[Command]) -> list[Any]:
-    pipe = redis.pipeline(transaction=False)
-    for command in commands:
-        pipe.execute_command(*command)
-    return list(await pipe.execute(raise_on_error=False))
 
 
 def main() -> None:
