@@ -118,14 +118,17 @@ async def wait_split(redis: Redis, prefix: str, partitions: int, workers: int) -
         await asyncio.sleep(POLL_S)
 
 
-async def start_gun(redis: Redis, streams: Sequence[str], fire: bool = False) -> None:
-    """Our group on each stream at its end (nothing to read), or with `fire` moved back to its
-    start: every entry is new again, for whichever worker owns the stream by then."""
+async def park_groups(redis: Redis, streams: Sequence[str]) -> None:
+    """Our group on each stream, at its end: nothing to read yet (a start gun's first half)."""
     for stream in streams:
-        if fire:
-            await redis.xgroup_setid(stream, GROUP, "0")
-        else:
-            await redis.xgroup_create(stream, GROUP, id="$")
+        await redis.xgroup_create(stream, GROUP, id="$")
+
+
+async def rewind_groups(redis: Redis, streams: Sequence[str]) -> None:
+    """Our group on each stream back to its start: every entry is new again, for whichever
+    worker owns the stream by then (the start gun fired)."""
+    for stream in streams:
+        await redis.xgroup_setid(stream, GROUP, "0")
 
 
 async def wait_owned(redis: Redis, prefix: str, partitions: int, timeout_s: float) -> None:

@@ -24,10 +24,11 @@ from bench.common.redis_ops import (
     compact_aof,
     delete_prefix,
     outcome,
+    park_groups,
     publish_all,
+    rewind_groups,
     routed,
     server_usage,
-    start_gun,
     wait_drained,
     wait_grouped,
     wait_owned,
@@ -121,12 +122,12 @@ async def drain_phase(
     tails = await publish_all(redis, filled, partitions, prefix)
     publish_s = perf_counter() - start
     if gun:
-        await start_gun(redis, sorted(tails))
+        await park_groups(redis, sorted(tails))
     with run.pool(prefix, workers, module) as pool:
         spawned = perf_counter()
         if gun:
             await asyncio.wait_for(wait_split(redis, prefix, partitions, workers), START_TIMEOUT_S)
-            await start_gun(redis, sorted(tails), fire=True)
+            await rewind_groups(redis, sorted(tails))
             tails.update(await publish_all(redis, held, partitions, prefix))
         first = await wait_started(redis, sorted(tails), START_TIMEOUT_S, pool.check_alive)
         meter = await Meter(redis, pool).start()

@@ -99,8 +99,8 @@ class Pump:
     def _nudge(self) -> None:
         """An owner came, or was asked to go: end a wait or a linger now."""
         self._changed.set()
-        if self._paced is not None and not self._paced.done():
-            self._paced.set_result(None)
+        if self._paced is not None:
+            _resolve(self._paced)
 
     async def run(self) -> None:
         """Round after round until `stop`; a bug in a round is logged, never fatal."""

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 
-from bench.common.redis_ops import publish_all, start_gun, wait_split
+from bench.common.redis_ops import park_groups, publish_all, rewind_groups, wait_split
 from bench.e2e.phases import held_back
 from bench.e2e.workload import sized
 from terminus.service.keys import GROUP, Keys, partition_of
@@ -41,11 +41,11 @@ async def test_the_gun_holds_back_each_partition_s_last_entry_then_gives_every_e
     used = sorted({partition_of(e.session_id, PARTITIONS) for e in events})
     assert [partition_of(e.session_id, PARTITIONS) for e in held] == used, "one a partition"
     tails = await publish_all(redis, filled, PARTITIONS, prefix)
-    await start_gun(admin_redis, sorted(tails))
+    await park_groups(admin_redis, sorted(tails))
     streams: Any = {stream: ">" for stream in sorted(tails)}
     assert await redis.xreadgroup(GROUP, "w", streams) == [], "the group starts at the end"
 
-    await start_gun(admin_redis, sorted(tails), fire=True)
+    await rewind_groups(admin_redis, sorted(tails))
     await publish_all(redis, held, PARTITIONS, prefix)
     reply = cast(StreamReply, await redis.xreadgroup(GROUP, "w", streams, count=10_000))
     assert sum(len(entries) for _, entries in reply) == len(events), "every entry, once"
