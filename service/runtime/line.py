@@ -2,9 +2,9 @@
 directly, not through redis-py's `Pipeline`.
 
 Why: at light load a round carries a few entries, and its cost is mostly the round trip itself.
-Through a `Pipeline`, one cost the worker 190-210 µs of CPU on the 2-core benchmark machine (a
+Through a `Pipeline`, one cost the worker 200-285 µs of CPU on the 2-core benchmark machine (a
 pipeline object, a connection taken from the pool and given back, a task for the socket timeout
-of every write and a timeout context for every read), and 120-150 µs on a connection of its own
+of every write and a timeout context for every read), and 128-154 µs on a connection of its own
 with one deadline for the whole round (`python -m bench.e2e.round_trip`; docs/performance.md,
 "A connection of its own, uvloop, and a leaner fold").
 
