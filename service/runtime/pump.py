@@ -32,7 +32,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from redis.asyncio import Redis
@@ -51,23 +51,41 @@ PAUSE_S: Final = 0.2  # after a connection error, before the next round
 
 
 class Pump:
-    """Steps the owners it holds until `stop`."""
+    """Steps the owners it holds until `stop`; `balance`, if given, is called at the top of
+    every round, the one point where none of the pump's owners has a request in flight (the
+    worker's lanes hand owners over there: service/runtime/lanes.py)."""
 
-    def __init__(self, redis: Redis, settings: Settings) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        settings: Settings,
+        balance: Callable[[Pump], None] | None = None,
+    ) -> None:
         self.redis = redis
         self.settings = settings
         self.wire = Wire(redis, settings)
         self.owners: dict[int, PartitionOwner] = {}
         self.running = False
+        self.last_read = 0  # entries the last round read, all owners together
+        self.stopping = False
+        self._balance = balance
         self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
         self._paced: asyncio.Future[None] | None = None  # the linger in progress (`_pace`)
-        self._stopping = False
-        self._last_read = 0  # entries the last round read, all owners together
         self._paced_from = 0.0  # monotonic time of the last round, or wake-up (`_pace`)
+
+    @property
+    def full(self) -> bool:
+        """The last round read a load (a quarter of a batch): the next one does not linger."""
+        return self.last_read >= self.settings.batch_size // 4
 
     def add(self, owner: PartitionOwner) -> None:
         self.owners[owner.partition] = owner
         self._nudge()
+
+    def release(self, owner: PartitionOwner) -> None:
+        """Let an owner go to another pump, as it is: only at the top of a round (`balance`),
+        when nothing of it is in flight."""
+        del self.owners[owner.partition]
 
     def drop(self, partition: int) -> None:
         """End an owner at once, without a last commit: its lease is gone."""
@@ -93,7 +111,7 @@ class Pump:
             await asyncio.shield(owner.ended)
 
     def stop(self) -> None:
-        self._stopping = True
+        self.stopping = True
         self._nudge()
 
     def _nudge(self) -> None:
@@ -106,7 +124,7 @@ class Pump:
         """Round after round until `stop`; a bug in a round is logged, never fatal."""
         self.running = True
         try:
-            while not self._stopping:
+            while not self.stopping:
                 try:
                     await self.round()
                 except Exception as exc:
@@ -126,9 +144,11 @@ class Pump:
         for owner in list(self.owners.values()):
             if owner.finished:
                 self._end(owner)
+        if self._balance is not None:
+            self._balance(self)
         await self._start_fresh()
         await self._tick_stalls()
-        if self._last_read:
+        if self.last_read:
             self._rouse()
         busy = [o for o in self.owners.values() if o.busy]
         idle = [o for o in self.owners.values() if o.idle]
@@ -182,7 +202,7 @@ class Pump:
             await self._start_over(broken)
             return
         read: list[tuple[PartitionOwner, list[Entry]]] = []
-        self._last_read = 0
+        self.last_read = 0
         for owner, reply in zip(busy, replies, strict=True):
             if owner.done:
                 continue  # dropped while its request was in flight
@@ -199,7 +219,7 @@ class Pump:
                     continue
                 if entries:
                     read.append((owner, entries))
-                    self._last_read += len(entries)
+                    self.last_read += len(entries)
         self._wake(woken, idle)
         await self._fold(read)
 
@@ -243,6 +263,7 @@ class Pump:
 
     async def _wait(self, idle: list[PartitionOwner]) -> None:
         """Until an idle partition's log grows, an owner comes or goes, or a stall scan is due."""
+        self.last_read = 0
         due = min((o.stalls.due_in() for o in idle), default=self.settings.block_ms / 1000)
         block_ms = max(1, int(min(self.settings.block_ms / 1000, due) * 1000))
         changed = asyncio.ensure_future(self._changed.wait())
@@ -279,7 +300,7 @@ class Pump:
         The price is latency: an entry waits up to one linger to be read and up to one more for
         its commit (docs/performance.md, "Rounds at light load")."""
         linger_s = self.settings.linger_ms / 1000
-        if linger_s > 0 and self._last_read < self.settings.batch_size // 4:
+        if linger_s > 0 and not self.full:
             left = self._paced_from + linger_s - time.monotonic()
             if left > 0 and not self._changed.is_set():
                 # A bare future and a timer: this wait comes before most rounds at light load,

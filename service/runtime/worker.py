@@ -27,6 +27,7 @@ from terminus.service.keys import control_channel
 from terminus.service.metrics.worker import WorkerMetrics
 from terminus.service.redis.connect import TRANSIENT
 from terminus.service.runtime.archiving import ArchiveLoop
+from terminus.service.runtime.lanes import Lanes
 from terminus.service.runtime.leases import Leases
 from terminus.service.runtime.membership import assigned, heartbeat
 from terminus.service.runtime.owner import PartitionOwner
@@ -51,14 +52,17 @@ class Worker:
         self.leases = Leases(redis, settings.prefix)
         self.metrics = WorkerMetrics()
         self.owners: dict[int, PartitionOwner] = {}
-        # Lanes: pumps stepping disjoint sets of partitions, so that one folds while Redis
-        # runs another's commits (one lane alternates between the two, and each waits).
-        self.pumps = [Pump(redis, settings) for _ in range(settings.lanes)]
+        # Pumps stepping disjoint sets of partitions, as many in use as the load needs.
+        self.lanes = Lanes(redis, settings)
         self._nudged = asyncio.Event()
         self._stopping = asyncio.Event()
         self._stopped = asyncio.Event()
         self._lock = asyncio.Lock()  # a tick and `stop` never move the same partition twice
         self.archiving = ArchiveLoop(redis, settings, self._leased) if settings.retain_ms else None
+
+    @property
+    def pumps(self) -> list[Pump]:
+        return self.lanes.pumps
 
     @property
     def partitions(self) -> set[int]:
@@ -144,7 +148,7 @@ class Worker:
         )
         self.metrics.lease_changed("acquired")
         self.owners[partition] = owner
-        self._pump(partition).add(owner)
+        self.lanes.add(owner)
         log.info("worker %s took partition %s at epoch %s", self.worker_id, partition, epoch)
 
     async def _renew(self, partition: int) -> None:
@@ -154,19 +158,16 @@ class Worker:
         if not await self.leases.renew(partition, self.worker_id, owner.epoch, self._ttl):
             log.warning("worker %s lost partition %s", self.worker_id, partition)
             self.metrics.lease_changed("lost")
-            self._pump(partition).drop(partition)
+            self.lanes.drop(partition)
             del self.owners[partition]
 
     async def _give_up(self, partition: int) -> None:
         owner = self.owners.pop(partition)
-        await self._pump(partition).retire(partition)
+        await self.lanes.retire(partition)
         with contextlib.suppress(*TRANSIENT):
             await self.leases.release(partition, self.worker_id, owner.epoch)
         self.metrics.lease_changed("released")
         log.info("worker %s released partition %s", self.worker_id, partition)
-
-    def _pump(self, partition: int) -> Pump:
-        return self.pumps[partition % len(self.pumps)]
 
     def _reap(self) -> None:
         """Forget owners that ended on their own (lease lost, or a bug: logged)."""
