@@ -7,6 +7,7 @@
 | `TERMINUS_PARTITIONS` | 16 | partitions P, fixed per deployment |
 | `TERMINUS_BATCH_SIZE` | 512 | entries per XREADGROUP batch |
 | `TERMINUS_BLOCK_MS` | 1000 | XREADGROUP block time |
+| `TERMINUS_LANES` | 8 | most pump loops per worker: one at light load (runtime/lanes.py) |
 | `TERMINUS_LEASE_TTL_MS` | 10000 | partition lease time to live |
 | `TERMINUS_STALL_TIMEOUT_MS` | 60000 | silence after which an attempt is stalled |
 | `TERMINUS_TOOL_TIMEOUT_MS` | 600000 | silence while tools run before the turn is given up |
@@ -60,7 +61,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     partitions: int = 16
     batch_size: int = 512
     block_ms: int = 1000
-    lanes: int = 2
+    lanes: int = 8  # most lanes in use (runtime/lanes.py): one at light load
     lease_ttl_ms: int = 10_000
     stall_timeout_ms: int = 60_000
     tool_timeout_ms: int = 600_000

@@ -8,10 +8,13 @@ all: at light load each lane paces and rounds on its own, and a round costs abou
 whatever it carries, so 8 lanes spent a third more CPU per event at 1k events/s than 2, and one
 lane 10-15% less than 2.
 
-So the lanes follow the load. One lane while its rounds stay light; all of them as soon as a
-round comes back full (`Pump.full`: a quarter of a batch, where the pump stops lingering); one
-again once no lane's round has carried its share of a full round (half of it, so that the lanes
-do not flap at the edge) for `settle_s`.
+So the lanes follow the load. One lane while its rounds stay light; all of them once it cannot
+keep up: its rounds came back full (`Pump.full`: a quarter of a batch, where the pump stops
+lingering) three times in a row. One full round proves little: the round after it goes at once,
+without its linger, and at a load one lane carries it reads much less. One
+again when, over `settle_s`, the lanes' rounds carried on average less than three quarters of a
+full round between them (an average, as single rounds vary by chance; below full, so that the
+lanes do not flap at the edge).
 
 An owner changes lanes only at the top of its lane's round (`balance`, called by the pump): none
 of that pump's owners has a request in flight then, the reply of its last one has been taken, and
@@ -24,7 +27,7 @@ whichever ones the pool gave this worker.
 from __future__ import annotations
 
 import logging
-import time
+from time import monotonic
 from typing import Final
 
 from redis.asyncio import Redis
@@ -35,7 +38,8 @@ from terminus.service.settings import Settings
 
 log = logging.getLogger("terminus.lanes")
 
-SETTLE_S: Final = 1.0  # light rounds on every lane for this long: back to one lane
+FULL_ROUNDS: Final = 3  # full rounds in a row on one lane: it cannot keep up, use them all
+SETTLE_S: Final = 1.0  # the window over which the lanes' load is averaged
 
 
 class Lanes:
@@ -46,7 +50,8 @@ class Lanes:
         self.pumps = [Pump(redis, settings, self.balance) for _ in range(settings.lanes)]
         self.active = 1  # lanes in use: the first `active` pumps
         self.moves = 0  # owners handed from one lane to another, since the start
-        self._loaded_at = 0.0  # monotonic time of the last round that carried a load
+        # Entries read and rounds of every lane since `_since`, while several are in use.
+        self._since, self._read, self._rounds = 0.0, 0, 0
         self._places: dict[int, Pump] = {}  # partition -> its lane, while `active` holds
 
     def add(self, owner: PartitionOwner) -> None:
@@ -87,22 +92,32 @@ class Lanes:
                 self.moves += 1
 
     def _follow(self, pump: Pump) -> None:
-        now = time.monotonic()
-        if pump.full:
-            self._loaded_at = now
-            if self.active < len(self.pumps):
-                self._use(len(self.pumps))
-        elif self.active > 1:
-            share = pump.settings.batch_size // 4 / self.active
-            if pump.last_read * 2 >= share:
-                self._loaded_at = now
-            elif now - self._loaded_at > self.settle_s:
-                self._use(1)
+        if pump.full_rounds >= FULL_ROUNDS and self.active < len(self.pumps):
+            self._use(len(self.pumps))
+            return
+        if self.active == 1:
+            return
+        self._read += pump.last_read
+        self._rounds += 1
+        now = monotonic()
+        if now - self._since < self.settle_s:
+            return
+        # What one lane's round would have carried, on average, over the window: three
+        # quarters of a full round or less, and one lane goes back to lingering.
+        carried = self._read / self._rounds * self.active
+        if carried * 4 < pump.settings.batch_size // 4 * 3:
+            self._use(1)
+        else:
+            self._window(now)
 
     def _use(self, lanes: int) -> None:
         log.debug("lanes: %s in use, was %s", lanes, self.active)
         self.active = lanes
         self._places = {}
+        self._window(monotonic())
+
+    def _window(self, now: float) -> None:
+        self._since, self._read, self._rounds = now, 0, 0
 
     def _lane_of(self, partition: int) -> Pump:
         if self.active == 1:

@@ -67,6 +67,7 @@ class Pump:
         self.owners: dict[int, PartitionOwner] = {}
         self.running = False
         self.last_read = 0  # entries the last round read, all owners together
+        self.full_rounds = 0  # rounds in a row that came back full, the last one included
         self.stopping = False
         self._balance = balance
         self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
@@ -77,6 +78,11 @@ class Pump:
     def full(self) -> bool:
         """The last round read a load (a quarter of a batch): the next one does not linger."""
         return self.last_read >= self.settings.batch_size // 4
+
+    def tally(self, read: int) -> None:
+        """What a round read, all owners together (a wait reads nothing)."""
+        self.last_read = read
+        self.full_rounds = self.full_rounds + 1 if self.full else 0
 
     def add(self, owner: PartitionOwner) -> None:
         self.owners[owner.partition] = owner
@@ -202,7 +208,6 @@ class Pump:
             await self._start_over(broken)
             return
         read: list[tuple[PartitionOwner, list[Entry]]] = []
-        self.last_read = 0
         for owner, reply in zip(busy, replies, strict=True):
             if owner.done:
                 continue  # dropped while its request was in flight
@@ -219,7 +224,7 @@ class Pump:
                     continue
                 if entries:
                     read.append((owner, entries))
-                    self.last_read += len(entries)
+        self.tally(sum(len(entries) for _, entries in read))
         self._wake(woken, idle)
         await self._fold(read)
 
@@ -263,7 +268,7 @@ class Pump:
 
     async def _wait(self, idle: list[PartitionOwner]) -> None:
         """Until an idle partition's log grows, an owner comes or goes, or a stall scan is due."""
-        self.last_read = 0
+        self.tally(0)
         due = min((o.stalls.due_in() for o in idle), default=self.settings.block_ms / 1000)
         block_ms = max(1, int(min(self.settings.block_ms / 1000, due) * 1000))
         changed = asyncio.ensure_future(self._changed.wait())
