@@ -8,13 +8,16 @@ all: at light load each lane paces and rounds on its own, and a round costs abou
 whatever it carries, so 8 lanes spent a third more CPU per event at 1k events/s than 2, and one
 lane 10-15% less than 2.
 
-So the lanes follow the load. One lane while its rounds stay light; all of them once it cannot
-keep up: its rounds came back full (`Pump.full`: a quarter of a batch, where the pump stops
-lingering) three times in a row. One full round proves little: the round after it goes at once,
-without its linger, and at a load one lane carries it reads much less. One
-again when, over `settle_s`, the lanes' rounds carried on average less than three quarters of a
-full round between them (an average, as single rounds vary by chance; below full, so that the
-lanes do not flap at the edge).
+So the lanes follow the load. One lane while its rounds stay light; twice as many each time the
+lanes in use cannot keep up: a lane's rounds came back full (`Pump.full`: a quarter of a batch,
+where the pump stops lingering) three times in a row. One full round proves little: the round
+after it goes at once, without its linger, and at a load the lane carries it reads much less.
+Half as many once the lanes' rounds, over a window of `settle_s`, carried on average under a
+quarter of a full round each, so that half the lanes would carry under half of one: an average,
+as single rounds vary by chance, and with a margin below full, so that the lanes left are not
+full at once. When lanes given up are needed again within the window, the load sits at that
+edge: the window doubles (up to `MAX_HOLD_S`), so the lanes do not flap, and goes back to
+`settle_s` with the next load that comes after a calm.
 
 An owner changes lanes only at the top of its lane's round (`balance`, called by the pump): none
 of that pump's owners has a request in flight then, the reply of its last one has been taken, and
@@ -38,8 +41,9 @@ from terminus.service.settings import Settings
 
 log = logging.getLogger("terminus.lanes")
 
-FULL_ROUNDS: Final = 3  # full rounds in a row on one lane: it cannot keep up, use them all
-SETTLE_S: Final = 1.0  # the window over which the lanes' load is averaged
+FULL_ROUNDS: Final = 3  # full rounds in a row on a lane: the lanes in use cannot keep up
+SETTLE_S: Final = 1.0  # the shortest window over which the lanes' load is averaged
+MAX_HOLD_S: Final = 30.0  # the longest, once lanes given up were needed again at once
 
 
 class Lanes:
@@ -47,11 +51,13 @@ class Lanes:
 
     def __init__(self, redis: Redis, settings: Settings, settle_s: float = SETTLE_S) -> None:
         self.settle_s = settle_s
+        self.hold_s = settle_s  # the window now: longer while the lanes flap (`_follow`)
         self.pumps = [Pump(redis, settings, self.balance) for _ in range(settings.lanes)]
         self.active = 1  # lanes in use: the first `active` pumps
         self.moves = 0  # owners handed from one lane to another, since the start
         # Entries read and rounds of every lane since `_since`, while several are in use.
         self._since, self._read, self._rounds = 0.0, 0, 0
+        self._halved_at = float("-inf")
         self._places: dict[int, Pump] = {}  # partition -> its lane, while `active` holds
 
     def add(self, owner: PartitionOwner) -> None:
@@ -92,29 +98,35 @@ class Lanes:
                 self.moves += 1
 
     def _follow(self, pump: Pump) -> None:
+        now = monotonic()
         if pump.full_rounds >= FULL_ROUNDS and self.active < len(self.pumps):
-            self._use(len(self.pumps))
+            # Needed again soon after it was given up: the load sits at the edge, wait longer
+            # before giving lanes up again. Otherwise a new load: start from the shortest wait.
+            flapping = now - self._halved_at < self.hold_s
+            self.hold_s = min(self.hold_s * 2, MAX_HOLD_S) if flapping else self.settle_s
+            self._use(min(self.active * 2, len(self.pumps)), now)
             return
         if self.active == 1:
             return
         self._read += pump.last_read
         self._rounds += 1
-        now = monotonic()
-        if now - self._since < self.settle_s:
+        if now - self._since < self.hold_s:
             return
-        # What one lane's round would have carried, on average, over the window: three
-        # quarters of a full round or less, and one lane goes back to lingering.
-        carried = self._read / self._rounds * self.active
-        if carried * 4 < pump.settings.batch_size // 4 * 3:
-            self._use(1)
+        # Half the lanes would carry about twice as much per round. Halve while that stays
+        # under half a full round, so that the lanes left are not full at once.
+        if self._read / self._rounds * 4 < pump.settings.batch_size // 4:
+            self._halved_at = now
+            self._use(self.active // 2, now)
         else:
             self._window(now)
 
-    def _use(self, lanes: int) -> None:
+    def _use(self, lanes: int, now: float) -> None:
         log.debug("lanes: %s in use, was %s", lanes, self.active)
         self.active = lanes
         self._places = {}
-        self._window(monotonic())
+        self._window(now)
+        for pump in self.pumps:
+            pump.full_rounds = 0  # full rounds count again from the change
 
     def _window(self, now: float) -> None:
         self._since, self._read, self._rounds = now, 0, 0

@@ -1,12 +1,13 @@
-"""How a worker's lanes follow the load (service/runtime/lanes.py): one lane at light load, all of
-them after full rounds in a row, back to one when the lanes' rounds carried, on average over the
-window, under three quarters of a full round between them; owners handed over only by their own
-lane, never while starting or stopping. Rounds are simulated: each tallies what a pump read and
-calls `balance` as the pump does at the top of its next round, with the clock set by the test."""
+"""How a worker's lanes follow the load (service/runtime/lanes.py): one lane at light load, twice
+as many after full rounds in a row, half as many when the lanes' rounds carried, on average over
+the window, under a quarter of a full round each, and a longer window when they flap; owners
+handed over only by their own lane, never while starting or stopping. Rounds are simulated: each
+tallies what a pump read and calls `balance` as the pump does at the top of its next round, with
+the clock set by the test (in steps of 1/256 s, which add up exactly)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from redis.asyncio import Redis
@@ -54,8 +55,21 @@ def round_of(lanes: Lanes, pump: Pump, read: int) -> None:
 
 
 def spread(lanes: Lanes) -> None:
-    for _ in range(FULL_ROUNDS):
-        round_of(lanes, lanes.pumps[0], FULL)
+    """Full rounds in a row on the first lane until every lane is in use; then every lane rounds
+    once, and so takes its place."""
+    while lanes.active < len(lanes.pumps):
+        for _ in range(FULL_ROUNDS):
+            round_of(lanes, lanes.pumps[0], FULL)
+    for pump in lanes.pumps:
+        round_of(lanes, pump, 0)
+
+
+def window(lanes: Lanes, clock: Clock, read: Callable[[int], int], seconds: float = 1.0) -> None:
+    """A round every 1/256 s for `seconds`, by the lanes in use in turn, the kth reading
+    `read(k)`."""
+    for k in range(round(seconds * 256)):
+        clock.now += 1 / 256
+        round_of(lanes, lanes.pumps[k % lanes.active], read(k))
 
 
 def placement(lanes: Lanes) -> dict[int, int]:
@@ -63,45 +77,51 @@ def placement(lanes: Lanes) -> dict[int, int]:
 
 
 async def test_light_rounds_keep_every_owner_on_the_first_lane(lanes: Lanes, clock: Clock) -> None:
+    first = lanes.pumps[0]
     for n in range(100):
         clock.now += 0.002
-        round_of(lanes, lanes.pumps[0], FULL - 1 if n % 2 else 0)
+        round_of(lanes, first, FULL - 1 if n % 2 else 0)
+    for _ in range(5):  # full, then light: what a lane that keeps up does
+        round_of(lanes, first, FULL)
+        round_of(lanes, first, FULL // 2)
     assert lanes.active == 1
     assert set(placement(lanes).values()) == {0}
     assert lanes.moves == 0
 
 
-async def test_full_rounds_in_a_row_spread_the_owners_by_rank(lanes: Lanes, clock: Clock) -> None:
+async def test_full_rounds_in_a_row_double_the_lanes_and_spread_the_owners_by_rank(
+    lanes: Lanes, clock: Clock
+) -> None:
     first = lanes.pumps[0]
-    for _ in range(5):  # full, then light: what one lane that keeps up does
-        round_of(lanes, first, FULL)
-        round_of(lanes, first, FULL // 2)
     for _ in range(FULL_ROUNDS - 1):
         round_of(lanes, first, FULL)
     assert lanes.active == 1
     round_of(lanes, first, FULL)
-    assert lanes.active == 4
+    assert (lanes.active, placement(lanes)) == (2, {3: 0, 5: 1, 8: 0, 13: 1, 14: 0})
+    # Full rounds count again from the change: the ones before it do not double again.
+    round_of(lanes, first, FULL)
+    assert lanes.active == 2
+    for _ in range(FULL_ROUNDS - 1):
+        round_of(lanes, first, FULL)
+    # A lane hands over only what it holds, at the top of its own round: 13 belongs on lane 3
+    # now, and lane 1 gives it up when it rounds.
+    assert (lanes.active, placement(lanes)) == (4, {3: 0, 5: 1, 8: 2, 13: 1, 14: 0})
+    round_of(lanes, lanes.pumps[1], FULL // 2)
     assert placement(lanes) == {3: 0, 5: 1, 8: 2, 13: 3, 14: 0}
-    assert lanes.moves == 3
+    assert lanes.moves == 4  # 5 and 13 to lane 1, then 8 to lane 2 and 13 to lane 3
 
 
-async def test_the_lanes_gather_once_the_average_round_is_under_three_quarters_full(
+async def test_the_lanes_halve_once_the_average_round_carries_under_a_quarter_of_full(
     lanes: Lanes, clock: Clock
 ) -> None:
     spread(lanes)
-    # A window (1 s) of 4 lanes whose rounds read, between them, 0.8 of a full round on
-    # average: kept.
-    for _ in range(50):
-        for pump in lanes.pumps:
-            clock.now += 0.005
-            round_of(lanes, pump, FULL * 8 // 10 // 4)
+    window(lanes, clock, lambda k: FULL * 3 // 10)  # 0.3 of a full round: kept
     assert lanes.active == 4
-    # Two windows of 0.6 on average, though every lane reads nearly a full round once in each:
-    # single rounds vary by chance, and the average is what counts.
-    for n in range(100):
-        for pump in lanes.pumps:
-            clock.now += 0.005
-            round_of(lanes, pump, FULL - 1 if n % 50 == 25 else FULL * 6 // 10 // 4)
+    # 0.2 on average, though every lane reads nearly a full round now and then: single rounds
+    # vary by chance, and the average is what counts.
+    window(lanes, clock, lambda k: FULL - 1 if k % 64 == 32 else FULL * 2 // 10)
+    assert lanes.active == 2
+    window(lanes, clock, lambda k: 0)
     assert lanes.active == 1
     # Each lane gives its owners back at the top of its own round.
     for pump in lanes.pumps:
@@ -111,13 +131,31 @@ async def test_the_lanes_gather_once_the_average_round_is_under_three_quarters_f
 
 async def test_the_window_is_settle_s_long(lanes: Lanes, clock: Clock) -> None:
     spread(lanes)
-    for _ in range(10):
-        clock.now += 0.09  # 0.9 s of idle rounds in all: not a whole window yet
-        round_of(lanes, lanes.pumps[1], 0)
+    window(lanes, clock, lambda k: 0, seconds=0.9)
     assert lanes.active == 4
-    clock.now += 0.2
-    round_of(lanes, lanes.pumps[2], 0)
+    window(lanes, clock, lambda k: 0, seconds=0.2)
+    assert lanes.active == 2
+
+
+async def test_lanes_needed_again_right_after_they_were_given_up_are_kept_longer(
+    lanes: Lanes, clock: Clock
+) -> None:
+    first = lanes.pumps[0]
+    for _ in range(FULL_ROUNDS):
+        round_of(lanes, first, FULL)
+    window(lanes, clock, lambda k: 0)
     assert lanes.active == 1
+    for _ in range(FULL_ROUNDS):  # at once: the load sits at the edge
+        round_of(lanes, first, FULL)
+    assert (lanes.active, lanes.hold_s) == (2, 2.0)
+    window(lanes, clock, lambda k: 0, seconds=1.5)
+    assert lanes.active == 2
+    window(lanes, clock, lambda k: 0, seconds=0.6)
+    assert lanes.active == 1
+    clock.now += 60  # a calm, then a new load: the shortest window again
+    for _ in range(FULL_ROUNDS):
+        round_of(lanes, first, FULL)
+    assert (lanes.active, lanes.hold_s) == (2, 1.0)
 
 
 async def test_owners_starting_or_stopping_stay_on_their_lane(lanes: Lanes, clock: Clock) -> None:
