@@ -176,12 +176,27 @@ class _Collector:
             "Partition leases acquired, lost, rotated and released, per worker",
             labels=("kind", "worker"),
         )
+        lanes = GaugeMetricFamily(
+            "terminus_worker_lanes",
+            "Lanes (pump loops) in use, per worker: one at light load, more under load",
+            labels=("worker",),
+        )
+        lane_changes = CounterMetricFamily(
+            "terminus_lane_changes",
+            "Times the lanes in use doubled or halved, per worker",
+            labels=("kind", "worker"),
+        )
         for worker_id, metrics in sorted(self.snapshot.workers.items()):
             commits.add_metric([worker_id], _cumulative(metrics), sum_value=metrics.seconds)
             for kind, n in sorted(metrics.leases.items()):
                 leases.add_metric([kind, worker_id], n)
+            lanes.add_metric([worker_id], metrics.lanes)
+            for kind, n in sorted(metrics.lane_changes.items()):
+                lane_changes.add_metric([kind, worker_id], n)
         yield commits
         yield leases
+        yield lanes
+        yield lane_changes
 
 
 def _cumulative(metrics: WorkerMetrics) -> list[tuple[str, float]]:

@@ -1,4 +1,4 @@
-"""One worker process's own metrics: its commit latencies and lease changes.
+"""One worker process's own metrics: its commit latencies, lease changes and lanes.
 
 They describe the process rather than the log, so they are kept in memory and written, whole,
 to `worker_metrics_key(worker_id)` at every tick of the worker, with a TTL of a few ticks: the
@@ -26,6 +26,8 @@ BUCKETS: Final = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 COMMIT_BUCKET: Final = "commit_seconds_bucket"
 COMMIT_SUM: Final = "commit_seconds_sum"
 LEASE_CHANGES: Final = "lease_changes"
+LANES: Final = "lanes"
+LANE_CHANGES: Final = "lane_changes"
 
 
 @dataclass
@@ -36,6 +38,8 @@ class WorkerMetrics:
     buckets: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
     seconds: float = 0.0
     leases: dict[str, int] = field(default_factory=dict)
+    lanes: int = 1  # lanes in use when stored (service/runtime/lanes.py)
+    lane_changes: dict[str, int] = field(default_factory=dict)  # "doubled" / "halved" -> count
 
     @property
     def commits(self) -> int:
@@ -60,6 +64,9 @@ class WorkerMetrics:
         out[field_of((COMMIT_SUM,))] = repr(self.seconds)
         for kind, n in self.leases.items():
             out[field_of((LEASE_CHANGES, "kind", kind))] = str(n)
+        out[field_of((LANES,))] = str(self.lanes)
+        for kind, n in self.lane_changes.items():
+            out[field_of((LANE_CHANGES, "kind", kind))] = str(n)
         return out
 
     async def flush(
@@ -88,4 +95,8 @@ def parse(stored: Mapping[bytes, bytes]) -> WorkerMetrics:
             metrics.seconds = float(value)
         elif key[0] == LEASE_CHANGES and len(key) == 3:
             metrics.leases[key[2]] = int(value)
+        elif key[0] == LANES:
+            metrics.lanes = int(value)
+        elif key[0] == LANE_CHANGES and len(key) == 3:
+            metrics.lane_changes[key[2]] = int(value)
     return metrics

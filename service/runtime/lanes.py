@@ -35,6 +35,7 @@ from typing import Final
 
 from redis.asyncio import Redis
 
+from terminus.service.metrics.worker import WorkerMetrics
 from terminus.service.runtime.owner import PartitionOwner
 from terminus.service.runtime.pump import Pump
 from terminus.service.settings import Settings
@@ -49,7 +50,14 @@ MAX_HOLD_S: Final = 30.0  # the longest, once lanes given up were needed again a
 class Lanes:
     """The pumps of one worker, and which of them each owner belongs on."""
 
-    def __init__(self, redis: Redis, settings: Settings, settle_s: float = SETTLE_S) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        settings: Settings,
+        metrics: WorkerMetrics | None = None,
+        settle_s: float = SETTLE_S,
+    ) -> None:
+        self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.settle_s = settle_s
         self.hold_s = settle_s  # the window now: longer while the lanes flap (`_follow`)
         self.pumps = [Pump(redis, settings, self.balance) for _ in range(settings.lanes)]
@@ -122,7 +130,9 @@ class Lanes:
 
     def _use(self, lanes: int, now: float) -> None:
         log.debug("lanes: %s in use, was %s", lanes, self.active)
-        self.active = lanes
+        kind = "doubled" if lanes > self.active else "halved"
+        self.metrics.lane_changes[kind] = self.metrics.lane_changes.get(kind, 0) + 1
+        self.metrics.lanes = self.active = lanes
         self._places = {}
         self._window(now)
         for pump in self.pumps:

@@ -53,7 +53,7 @@ class Worker:
         self.metrics = WorkerMetrics()
         self.owners: dict[int, PartitionOwner] = {}
         # Pumps stepping disjoint sets of partitions, as many in use as the load needs.
-        self.lanes = Lanes(redis, settings)
+        self.lanes = Lanes(redis, settings, self.metrics)
         self._nudged = asyncio.Event()
         self._stopping = asyncio.Event()
         self._stopped = asyncio.Event()

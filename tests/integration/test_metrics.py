@@ -194,6 +194,9 @@ async def test_render_metrics_has_pending_lag_and_the_workers_own_metrics(
     assert total(samples, "terminus_commit_seconds_bucket", worker="worker-m", le="+Inf") == commits
     assert total(samples, "terminus_commit_seconds_sum", worker="worker-m") > 0
     assert total(samples, "terminus_lease_changes_total", kind="acquired") == PARTITIONS
+    # A workload of a few entries never fills a round: one lane, which never changed.
+    assert total(samples, "terminus_worker_lanes", worker="worker-m") == 1
+    assert total(samples, "terminus_lane_changes_total") == 0
     used = {str(partition_of(s, PARTITIONS)) for s in ("s-retry", "s-fail", "s-ok", "s-bad")}
     reports_lag = await server_reports_lag(admin_redis)
     for partition in used:

@@ -109,6 +109,7 @@ async def test_full_rounds_in_a_row_double_the_lanes_and_spread_the_owners_by_ra
     round_of(lanes, lanes.pumps[1], FULL // 2)
     assert placement(lanes) == {3: 0, 5: 1, 8: 2, 13: 3, 14: 0}
     assert lanes.moves == 4  # 5 and 13 to lane 1, then 8 to lane 2 and 13 to lane 3
+    assert (lanes.metrics.lanes, lanes.metrics.lane_changes) == (4, {"doubled": 2})
 
 
 async def test_the_lanes_halve_once_the_average_round_carries_under_a_quarter_of_full(
@@ -123,6 +124,7 @@ async def test_the_lanes_halve_once_the_average_round_carries_under_a_quarter_of
     assert lanes.active == 2
     window(lanes, clock, lambda k: 0)
     assert lanes.active == 1
+    assert lanes.metrics.lane_changes == {"doubled": 2, "halved": 2}
     # Each lane gives its owners back at the top of its own round.
     for pump in lanes.pumps:
         round_of(lanes, pump, 0)
