@@ -183,7 +183,7 @@ class _Collector:
         )
         lane_changes = CounterMetricFamily(
             "terminus_lane_changes",
-            "Times the lanes in use doubled or halved, per worker",
+            "Times the lanes in use grew (doubled) or shrank back, per worker",
             labels=("kind", "worker"),
         )
         for worker_id, metrics in sorted(self.snapshot.workers.items()):

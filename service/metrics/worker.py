@@ -39,7 +39,7 @@ class WorkerMetrics:
     seconds: float = 0.0
     leases: dict[str, int] = field(default_factory=dict)
     lanes: int = 1  # lanes in use when stored (service/runtime/lanes.py)
-    lane_changes: dict[str, int] = field(default_factory=dict)  # "doubled" / "halved" -> count
+    lane_changes: dict[str, int] = field(default_factory=dict)  # "grew" / "shrank" -> count
 
     @property
     def commits(self) -> int:

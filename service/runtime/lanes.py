@@ -12,12 +12,11 @@ So the lanes follow the load. One lane while its rounds stay light; twice as man
 lanes in use cannot keep up: a lane's rounds came back full (`Pump.full`: a quarter of a batch,
 where the pump stops lingering) three times in a row. One full round proves little: the round
 after it goes at once, without its linger, and at a load the lane carries it reads much less.
-Half as many once the lanes' rounds, over a window of `settle_s`, carried on average under a
-quarter of a full round each, so that half the lanes would carry under half of one: an average,
-as single rounds vary by chance, and with a margin below full, so that the lanes left are not
-full at once. When lanes given up are needed again within the window, the load sits at that
-edge: the window doubles (up to `MAX_HOLD_S`), so the lanes do not flap, and goes back to
-`settle_s` with the next load that comes after a calm.
+Back to as many as before once the rate the worker reads at, over a window of `settle_s`, falls
+under half the rate it read at when they were added: fewer lanes then carry the load with a
+margin of two, so that they do not flap at the edge. (A test on the rounds themselves would not
+do: fewer lanes make longer rounds, which carry more each; the first version of this module
+gathered on the rounds' size, and flapped between one lane and eight at 30,000 events/s.)
 
 An owner changes lanes only at the top of its lane's round (`balance`, called by the pump): none
 of that pump's owners has a request in flight then, the reply of its last one has been taken, and
@@ -43,8 +42,7 @@ from terminus.service.settings import Settings
 log = logging.getLogger("terminus.lanes")
 
 FULL_ROUNDS: Final = 3  # full rounds in a row on a lane: the lanes in use cannot keep up
-SETTLE_S: Final = 1.0  # the shortest window over which the lanes' load is averaged
-MAX_HOLD_S: Final = 30.0  # the longest, once lanes given up were needed again at once
+SETTLE_S: Final = 1.0  # the window over which the rate the worker reads at is measured
 
 
 class Lanes:
@@ -59,13 +57,13 @@ class Lanes:
     ) -> None:
         self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.settle_s = settle_s
-        self.hold_s = settle_s  # the window now: longer while the lanes flap (`_follow`)
         self.pumps = [Pump(redis, settings, self.balance) for _ in range(settings.lanes)]
         self.active = 1  # lanes in use: the first `active` pumps
         self.moves = 0  # owners handed from one lane to another, since the start
-        # Entries read and rounds of every lane since `_since`, while several are in use.
-        self._since, self._read, self._rounds = 0.0, 0, 0
-        self._halved_at = float("-inf")
+        self._since, self._read = monotonic(), 0  # entries every lane read since `_since`
+        self._rate = 0.0  # entries per second, over the last whole window
+        # For each doubling, the lanes before it and the rate read at when it came.
+        self._doublings: list[tuple[int, float]] = []
         self._places: dict[int, Pump] = {}  # partition -> its lane, while `active` holds
 
     def add(self, owner: PartitionOwner) -> None:
@@ -107,30 +105,28 @@ class Lanes:
 
     def _follow(self, pump: Pump) -> None:
         now = monotonic()
+        self._read += pump.last_read
+        elapsed = now - self._since
         if pump.full_rounds >= FULL_ROUNDS and self.active < len(self.pumps):
-            # Needed again soon after it was given up: the load sits at the edge, wait longer
-            # before giving lanes up again. Otherwise a new load: start from the shortest wait.
-            flapping = now - self._halved_at < self.hold_s
-            self.hold_s = min(self.hold_s * 2, MAX_HOLD_S) if flapping else self.settle_s
+            # The window so far or the last whole one, whichever read faster. A window just
+            # begun may rate a burst too high: the lanes then go early, and come back with a
+            # rate measured on fewer of them.
+            rate = max(self._read / max(elapsed, 0.001), self._rate)
+            self._doublings.append((self.active, rate))
             self._use(min(self.active * 2, len(self.pumps)), now)
             return
-        if self.active == 1:
+        if elapsed < self.settle_s:
             return
-        self._read += pump.last_read
-        self._rounds += 1
-        if now - self._since < self.hold_s:
-            return
-        # Half the lanes would carry about twice as much per round. Halve while that stays
-        # under half a full round, so that the lanes left are not full at once.
-        if self._read / self._rounds * 4 < pump.settings.batch_size // 4:
-            self._halved_at = now
-            self._use(self.active // 2, now)
+        self._rate = self._read / elapsed
+        if self._doublings and self._rate < self._doublings[-1][1] / 2:
+            lanes, _ = self._doublings.pop()
+            self._use(lanes, now)
         else:
             self._window(now)
 
     def _use(self, lanes: int, now: float) -> None:
         log.debug("lanes: %s in use, was %s", lanes, self.active)
-        kind = "doubled" if lanes > self.active else "halved"
+        kind = "grew" if lanes > self.active else "shrank"
         self.metrics.lane_changes[kind] = self.metrics.lane_changes.get(kind, 0) + 1
         self.metrics.lanes = self.active = lanes
         self._places = {}
@@ -139,7 +135,7 @@ class Lanes:
             pump.full_rounds = 0  # full rounds count again from the change
 
     def _window(self, now: float) -> None:
-        self._since, self._read, self._rounds = now, 0, 0
+        self._since, self._read = now, 0
 
     def _lane_of(self, partition: int) -> Pump:
         if self.active == 1:

@@ -199,7 +199,7 @@ def test_commit_latencies_fall_in_prometheus_buckets_and_round_trip() -> None:
     metrics.lease_changed("acquired")
     metrics.lease_changed("lost")
     metrics.lanes = 4
-    metrics.lane_changes.update(doubled=2, halved=1)
+    metrics.lane_changes.update(grew=2, shrank=1)
     assert metrics.buckets[0] == 2  # le="0.0005" includes its bound
     assert metrics.buckets[BUCKETS.index(0.005)] == 1
     assert metrics.buckets[-1] == 1  # +Inf
