@@ -30,6 +30,7 @@ from redis.asyncio import Redis
 from terminus.events.inbound import InboundEvent
 from terminus.service.keys import Keys, partition_of
 from terminus.service.runtime.owner import PartitionOwner
+from terminus.service.runtime.pump import Pump
 from terminus.service.runtime.wire import Wire
 from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.producer import Producer
@@ -76,16 +77,17 @@ def holders(worker: Worker) -> dict[int, int]:
 
 
 @pytest.fixture
-def one_request_each() -> Iterator[list[int]]:
-    """Fails a step if its owner already has a request in flight (on this lane or another);
-    yields the partitions that had one."""
+def one_request_each() -> Iterator[list[str]]:
+    """Records an owner stepped while a request of its is in flight (on this lane or another),
+    and one handed to another lane while it has one; yields what it recorded."""
     original_call, original_stepped = PartitionOwner.step_call, PartitionOwner.stepped
+    original_release = Pump.release
     in_flight: set[int] = set()
-    clashes: list[int] = []
+    clashes: list[str] = []
 
     def step_call(owner: PartitionOwner) -> Any:
         if owner.partition in in_flight:
-            clashes.append(owner.partition)
+            clashes.append(f"partition {owner.partition} stepped twice")
         in_flight.add(owner.partition)
         return original_call(owner)
 
@@ -93,9 +95,15 @@ def one_request_each() -> Iterator[list[int]]:
         in_flight.discard(owner.partition)
         return original_stepped(owner, reply, seconds)
 
+    def release(pump: Pump, owner: PartitionOwner) -> None:
+        if owner.partition in in_flight:
+            clashes.append(f"partition {owner.partition} moved in flight")
+        original_release(pump, owner)
+
     with (
         patch.object(PartitionOwner, "step_call", step_call),
         patch.object(PartitionOwner, "stepped", stepped),
+        patch.object(Pump, "release", release),
     ):
         yield clashes
 
@@ -117,7 +125,7 @@ async def test_every_lane_count_applies_every_turn_exactly(
 
 
 async def test_lanes_spread_under_load_and_gather_once_it_passes(
-    redis: Redis, admin_redis: Redis, prefix: str, workers: StartWorker, one_request_each: list[int]
+    redis: Redis, admin_redis: Redis, prefix: str, workers: StartWorker, one_request_each: list[str]
 ) -> None:
     """A backlog makes full rounds: every lane takes a share of the partitions. Once the rounds
     are light for `settle_s`, every owner is back on the first lane."""
@@ -151,7 +159,7 @@ async def test_lanes_spread_under_load_and_gather_once_it_passes(
 
 
 async def test_owners_moving_between_lanes_at_every_turn_of_the_load_apply_exactly(
-    redis: Redis, admin_redis: Redis, prefix: str, workers: StartWorker, one_request_each: list[int]
+    redis: Redis, admin_redis: Redis, prefix: str, workers: StartWorker, one_request_each: list[str]
 ) -> None:
     """With no settling time the lanes spread at every full round and gather at every light
     one: owners change lanes over and over, batches in hand, while entries keep coming. Each
