@@ -127,7 +127,8 @@ def workers_key(prefix: str = DEFAULT_PREFIX) -> str:
 
 
 def worker_metrics_key(worker_id: str, prefix: str = DEFAULT_PREFIX) -> str:
-    """A worker process's commit latencies and lease changes; outside any partition's slot."""
+    """A worker process's own metrics (commit latencies, lease changes, lanes); outside any
+    partition's slot."""
     return f"{prefix}:metrics:worker:{worker_id}"
 
 

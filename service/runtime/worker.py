@@ -5,7 +5,7 @@ computes its partitions from the live pool (`membership.assigned`), gives up the
 no longer own (after their batch in hand), renews the leases it keeps and tries to take the
 ones it lacks. A lease still held by a worker that is gone expires after its TTL; only then can
 the partition move, and its new owner first drains what the old one left pending. Each tick also
-stores the process's own metrics (commit latencies, lease changes: service/metrics/worker.py)
+stores the process's own metrics (commit latencies, lease changes, lanes: service/metrics/worker.py)
 for the gateway to read, with a TTL of three ticks. With `TERMINUS_RETAIN_MS` > 0 the worker
 also archives the partitions it owns in the background (service/runtime/archiving.py).
 """
