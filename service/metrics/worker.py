@@ -54,6 +54,12 @@ class WorkerMetrics:
         (a new epoch after a connection error) or released."""
         self.leases[kind] = self.leases.get(kind, 0) + 1
 
+    def lanes_changed(self, lanes: int) -> None:
+        """The lanes in use are now `lanes`: more (grew) or fewer (shrank) than before."""
+        kind = "grew" if lanes > self.lanes else "shrank"
+        self.lane_changes[kind] = self.lane_changes.get(kind, 0) + 1
+        self.lanes = lanes
+
     def fields(self) -> dict[str, str]:
         """The hash this process's metrics are stored as."""
         bounds = [*map(str, BUCKETS), "+Inf"]

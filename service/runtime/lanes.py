@@ -64,10 +64,11 @@ class Lanes:
         self._rate = 0.0  # entries per second, over the last whole window
         # For each doubling, the lanes before it and the rate read at when it came.
         self._doublings: list[tuple[int, float]] = []
-        self._places: dict[int, Pump] = {}  # partition -> its lane, while `active` holds
+        # Partition -> its lane, and the partitions held and lanes in use it was made for.
+        self._places: dict[int, Pump] = {}
+        self._placed_for: tuple[frozenset[int], int] = (frozenset(), 0)
 
     def add(self, owner: PartitionOwner) -> None:
-        self._places = {}
         self._lane_of(owner.partition).add(owner)
 
     def holder(self, partition: int) -> Pump | None:
@@ -77,14 +78,12 @@ class Lanes:
         """End an owner at once, without a last commit: its lease is gone."""
         pump = self.holder(partition)
         if pump is not None:
-            self._places = {}
             pump.drop(partition)
 
     async def retire(self, partition: int) -> None:
         """Commit the owner's batch in hand, then end it; returns once it has ended."""
         pump = self.holder(partition)
         if pump is not None:
-            self._places = {}
             await pump.retire(partition)
 
     def balance(self, pump: Pump) -> None:
@@ -93,11 +92,12 @@ class Lanes:
         self._follow(pump)
         if self.active == 1 and pump is self.pumps[0]:
             return  # every owner belongs here: nothing to look at on the light path
+        places = self._placement()
         for owner in list(pump.owners.values()):
             # `renewing`: running on its lease, neither starting nor stopping.
             if not owner.renewing:
                 continue
-            lane = self._lane_of(owner.partition)
+            lane = places[owner.partition]
             if lane is not pump and not lane.stopping:
                 pump.release(owner)
                 lane.add(owner)
@@ -126,10 +126,8 @@ class Lanes:
 
     def _use(self, lanes: int, now: float) -> None:
         log.debug("lanes: %s in use, was %s", lanes, self.active)
-        kind = "grew" if lanes > self.active else "shrank"
-        self.metrics.lane_changes[kind] = self.metrics.lane_changes.get(kind, 0) + 1
-        self.metrics.lanes = self.active = lanes
-        self._places = {}
+        self.metrics.lanes_changed(lanes)
+        self.active = lanes
         self._window(now)
         for pump in self.pumps:
             pump.full_rounds = 0  # full rounds count again from the change
@@ -140,7 +138,16 @@ class Lanes:
     def _lane_of(self, partition: int) -> Pump:
         if self.active == 1:
             return self.pumps[0]
-        if partition not in self._places:
-            held = sorted({partition, *(p for pump in self.pumps for p in pump.owners)})
-            self._places = {p: self.pumps[n % self.active] for n, p in enumerate(held)}
-        return self._places[partition]
+        return self._placement(partition)[partition]
+
+    def _placement(self, joining: int | None = None) -> dict[int, Pump]:
+        """Partition -> its lane, for the partitions the lanes hold (and one `joining`): made
+        again only when those or the lanes in use changed."""
+        held = frozenset(p for pump in self.pumps for p in pump.owners)
+        if joining is not None:
+            held |= {joining}
+        if self._placed_for != (held, self.active):
+            lanes = self.pumps[: self.active]
+            self._places = {p: lanes[n % self.active] for n, p in enumerate(sorted(held))}
+            self._placed_for = (held, self.active)
+        return self._places
