@@ -166,37 +166,41 @@ class _Collector:
         yield lag
 
     def _workers(self) -> Iterator[Metric]:
+        workers = sorted(self.snapshot.workers.items())
         commits = HistogramMetricFamily(
             "terminus_commit_seconds",
             "Round trip of a batch commit (with the read of the next batch), per worker",
             labels=("worker",),
-        )
-        leases = CounterMetricFamily(
-            "terminus_lease_changes",
-            "Partition leases acquired, lost, rotated and released, per worker",
-            labels=("kind", "worker"),
         )
         lanes = GaugeMetricFamily(
             "terminus_worker_lanes",
             "Lanes (pump loops) in use, per worker: one at light load, more under load",
             labels=("worker",),
         )
-        lane_changes = CounterMetricFamily(
+        for worker_id, metrics in workers:
+            commits.add_metric([worker_id], _cumulative(metrics), sum_value=metrics.seconds)
+            lanes.add_metric([worker_id], metrics.lanes)
+        yield commits
+        yield _by_kind(
+            "terminus_lease_changes",
+            "Partition leases acquired, lost, rotated and released, per worker",
+            [(w, m.leases) for w, m in workers],
+        )
+        yield lanes
+        yield _by_kind(
             "terminus_lane_changes",
             "Times the lanes in use grew (doubled) or shrank back, per worker",
-            labels=("kind", "worker"),
+            [(w, m.lane_changes) for w, m in workers],
         )
-        for worker_id, metrics in sorted(self.snapshot.workers.items()):
-            commits.add_metric([worker_id], _cumulative(metrics), sum_value=metrics.seconds)
-            for kind, n in sorted(metrics.leases.items()):
-                leases.add_metric([kind, worker_id], n)
-            lanes.add_metric([worker_id], metrics.lanes)
-            for kind, n in sorted(metrics.lane_changes.items()):
-                lane_changes.add_metric([kind, worker_id], n)
-        yield commits
-        yield leases
-        yield lanes
-        yield lane_changes
+
+
+def _by_kind(name: str, help_text: str, counts: list[tuple[str, dict[str, int]]]) -> Metric:
+    """A counter labelled by kind and worker, from each worker's counts by kind."""
+    family = CounterMetricFamily(name, help_text, labels=("kind", "worker"))
+    for worker_id, by_kind in counts:
+        for kind, n in sorted(by_kind.items()):
+            family.add_metric([kind, worker_id], n)
+    return family
 
 
 def _cumulative(metrics: WorkerMetrics) -> list[tuple[str, float]]:
