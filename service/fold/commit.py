@@ -194,11 +194,11 @@ class Batch:
 
 
 def encode(
-    batch: Batch, keys: Keys, lease_value: str, consumer: str = "", read: int = 0
+    batch: Batch, keys: Keys, lease_value: str, consumer: str = "", read: int = 0, seen: str = ""
 ) -> tuple[list[str], list[Value]]:
     """KEYS and ARGV of commit.lua for `batch`, then a read of up to `read` new entries for
-    `consumer`: each key listed once, ops pointing at it, all ops and acks in one MessagePack
-    array (see the script's header)."""
+    `consumer` (`seen`: the last entry id it read in its epoch, if known): each key listed once,
+    ops pointing at it, all ops and acks in one MessagePack array (see the script's header)."""
     names = [keys.lease, keys.inbound]
     index: dict[str, int] = {}
 
@@ -219,7 +219,10 @@ def encode(
         else:
             ops.append([op, k, *map(packable, operands)])
     blob = pack([batch.acks, ops]) if ops or batch.acks else b""
-    return names, [lease_value, GROUP, consumer, read, blob]
+    args: list[Value] = [lease_value, GROUP, consumer, read, blob]
+    if seen:
+        args.append(seen)
+    return names, args
 
 
 def packable(value: Value) -> Value | msgspec.Raw:

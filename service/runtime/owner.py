@@ -126,6 +126,9 @@ class PartitionOwner:
         self.batch: Batch | None = None  # folded by the pump, not committed yet (COMMIT)
         self.stats = BatchStats()  # of `batch`
         self.tail = START  # the last entry id seen: a wait for new entries starts after it
+        # `tail` as read in this epoch: a read may then learn in one call that nothing is new
+        # (next_entries.lua, `unchanged`). Not across a restart, which may have lost deliveries.
+        self.seen = ""
         self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
@@ -213,6 +216,7 @@ class PartitionOwner:
 
     async def start(self) -> None:
         """A new epoch if the last connection broke, the consumer group, then the drain."""
+        self.seen = ""
         if self.phase is Phase.RESTART:
             await self._refence()
         with contextlib.suppress(ResponseError):  # BUSYGROUP: it exists already
@@ -292,8 +296,11 @@ class PartitionOwner:
         """The next request: commit the batch in hand and read the next, or only read."""
         count = 0 if self.stopping else self.settings.batch_size
         if self.batch is None:
-            return "read", [self.keys.lease, self.keys.inbound], [*self._fence(), count]
-        names, args = encode(self.batch, self.keys, self.lease, self.worker_id, count)
+            read: list[Value] = [*self._fence(), count]
+            if self.seen:
+                read.append(self.seen)
+            return "read", [self.keys.lease, self.keys.inbound], read
+        names, args = encode(self.batch, self.keys, self.lease, self.worker_id, count, self.seen)
         return "commit", names, args
 
     def stepped(self, reply: Any, seconds: float = 0.0) -> list[Entry]:
@@ -310,7 +317,9 @@ class PartitionOwner:
             reply = reply[1:]
         ids, payloads, tail = reply
         entries = read_entries(ids, payloads)
-        self.tail = entries[-1].id if entries else text(tail) or self.tail
+        told = entries[-1].id if entries else text(tail)
+        if told:  # '' only after a commit that read nothing (count 0)
+            self.tail = self.seen = told
         self._move("read" if entries else "caught_up")
         return entries
 

@@ -84,3 +84,35 @@ async def test_a_commit_with_a_read_on_a_lost_lease_reads_nothing(
     names, args = encode(Batch(), keys, "worker-a:1", "worker-a", 10)
     assert await script(redis, "commit")(keys=names, args=args) == 0
     assert await pel(redis, keys) == []
+
+
+async def test_a_read_told_where_the_log_ends_answers_at_once_until_the_log_grows(
+    redis: Redis, prefix: str
+) -> None:
+    keys = Keys(19, prefix)
+    await redis.xgroup_create(keys.inbound, GROUP, id="0", mkstream=True)
+    lease = await held_lease(redis, keys, "worker-a")
+    run, fenced = script(redis, "read"), [keys.lease, keys.inbound]
+
+    async def read(seen: str, holder: str = lease) -> Any:
+        return await run(keys=fenced, args=[holder, GROUP, "worker-a", 10, seen])
+
+    assert await read("0-0", "worker-z:9") == [[], [], b"0-0"], "an empty log ends at 0-0"
+    first = await xadd(redis, keys.inbound, {FIELD: b"a"})
+    assert await read("0-0", "worker-z:9") == 0, "the log grew: past the answer, to the fence"
+    assert await read("") == [[first], [b"a"], b""]
+    # Told where the log ends, nothing moves: the lease is not even asked for.
+    assert await read(first.decode(), "worker-z:9") == [[], [], first]
+    second = await xadd(redis, keys.inbound, {FIELD: b"b"})
+    assert await read(first.decode()) == [[second], [b"b"], b""]
+    assert await pel(redis, keys) == [first, second]
+
+    names, args = encode(Batch(), keys, lease, "worker-a", 10, second.decode())
+    commit = script(redis, "commit")
+    assert await commit(keys=names, args=args) == [[], [], [], second]
+    third = await xadd(redis, keys.inbound, {FIELD: b"c"})
+    assert await commit(keys=names, args=args) == [[], [third], [b"c"], b""]
+    # A stream whose last entry went (trimmed, deleted) no longer ends where the reader was told:
+    # the read goes the whole way and answers where it ends now.
+    await redis.xdel(keys.inbound, third)
+    assert await read(third.decode()) == [[], [], second]

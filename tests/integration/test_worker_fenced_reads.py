@@ -81,3 +81,59 @@ async def test_an_owner_whose_lease_moved_on_stops_before_reading(
         await pumping
     assert await pending(redis, keys) == 0
     assert await snapshot(redis, prefix, "t-1") is None
+
+
+async def test_a_caught_up_owner_whose_lease_moved_on_stops_at_its_next_entry(
+    redis: Redis, prefix: str
+) -> None:
+    """An owner that knows where its log ends learns that nothing is new without asking for its
+    lease (next_entries.lua, `unchanged`); the entry that comes next still meets the fence."""
+    keys = keys_of(prefix)
+    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
+    leases = Leases(redis, prefix)
+    assert await leases.acquire(keys.partition, "worker-a", 10_000) == 1
+    owner = PartitionOwner(redis, settings_for(prefix), keys.partition, "worker-a", 1)
+    pump = Pump(redis, settings_for(prefix))
+    pump.add(owner)
+    pumping = asyncio.create_task(pump.run())
+    try:
+        await producer.publish(answer("t-1"))
+        async with asyncio.timeout(DEADLINE_S):
+            while await snapshot(redis, prefix, "t-1") is None or not owner.seen:
+                await asyncio.sleep(0.01)
+        assert await leases.release(keys.partition, "worker-a", 1)
+        assert await leases.acquire(keys.partition, "worker-b", 10_000) == 2
+        await asyncio.sleep(0.3)  # rounds and waits told that nothing is new
+        assert not owner.done
+        await producer.publish(answer("t-2"))
+        with pytest.raises(LeaseLost):
+            await asyncio.wait_for(owner.ended, DEADLINE_S)
+    finally:
+        pump.stop()
+        await pumping
+    assert await pending(redis, keys) == 0
+    assert await snapshot(redis, prefix, "t-2") is None
+
+
+async def test_an_owner_forgets_where_its_log_ended_when_it_starts_over(
+    redis: Redis, prefix: str
+) -> None:
+    """A restart may have lost deliveries (AOF everysec): an entry the owner read may be
+    undelivered again, so where the log ended is asked anew, with the lease, in the new epoch."""
+    keys = keys_of(prefix)
+    await Producer(redis, partitions=PARTITIONS, prefix=prefix).publish(answer("t-1"))
+    leases = Leases(redis, prefix)
+    assert await leases.acquire(keys.partition, "worker-a", 10_000) == 1
+    owner = PartitionOwner(redis, settings_for(prefix), keys.partition, "worker-a", 1)
+    await owner.start()
+    _, _, first = owner.step_call()
+    fenced = [keys.lease, keys.inbound]
+    entries = owner.stepped(await script(redis, "read")(keys=fenced, args=first))
+    assert entries
+    assert owner.seen == entries[-1].id
+    assert owner.step_call()[2][-1] == owner.seen, "told where the log ends"
+    owner.lost_connection(ConnectionError("cut"))
+    await owner.start()
+    assert owner.seen == ""
+    assert len(owner.step_call()[2]) == len(first), "asked anew"
+    owner.end()

@@ -33,6 +33,8 @@ ARGV[5]      the batch, one MessagePack array {acks, ops} ('' for none): acks ar
                                (a mark; nothing if the stream is empty)
   {T, k, score, m}             XTRIM KEYS[k] MINID just past its newest mark in KEYS[m] scored
                                below score (exact), and drop that mark and the older ones
+ARGV[6]      (optional) the id of the last entry the caller read in its current epoch: if the
+             stream still ends there, the read after the commit answers nothing new at once
 One array instead of thousands of ARGV values: the client packs it in C (msgspec) and the
 script unpacks it in C (cmsgpack); numbers travel as strings, byte strings as msgpack str.
 

@@ -180,7 +180,7 @@ local function commit_call(KEYS, ARGV)
     end
   end
   if tonumber(ARGV[4]) > 0 then
-    local read = next_entries(KEYS[2], ARGV[2], ARGV[3], ARGV[4])
+    local read = unchanged(KEYS[2], ARGV[6]) or next_entries(KEYS[2], ARGV[2], ARGV[3], ARGV[4])
     return {ids, read[1], read[2], read[3]}
   end
   return {ids, {}, {}, ''}

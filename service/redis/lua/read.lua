@@ -8,7 +8,10 @@ lease in the same script as the read fences reads as commits are fenced. Scripts
 so the caller waits with a plain XREAD (which changes nothing) and then calls this again.
 
 KEYS[1] lease, KEYS[2] inbound stream
-ARGV[1] lease value "<worker>:<epoch>", ARGV[2] group, ARGV[3] consumer, ARGV[4] count
+ARGV[1] lease value "<worker>:<epoch>", ARGV[2] group, ARGV[3] consumer, ARGV[4] count,
+ARGV[5] (optional) the id of the last entry the caller read, or was told ends the stream, in its
+        current epoch: if the stream still ends there, the reply is {{}, {}, ARGV[5]} at once
+        (`unchanged`), lease or not, since nothing moved
 Returns 0 if the lease is not ARGV[1]; else {ids, payloads, tail} as `next_entries` documents.
 ]]
 --!include next_entries
