@@ -112,7 +112,11 @@ async def test_a_read_told_where_the_log_ends_answers_at_once_until_the_log_grow
     assert await commit(keys=names, args=args) == [[], [], [], second]
     third = await xadd(redis, keys.inbound, {FIELD: b"c"})
     assert await commit(keys=names, args=args) == [[], [third], [b"c"], b""]
-    # A stream whose last entry went (trimmed, deleted) no longer ends where the reader was told:
-    # the read goes the whole way and answers where it ends now.
+    # The last entry deleted: still nothing after it, and nothing to read.
     await redis.xdel(keys.inbound, third)
-    assert await read(third.decode()) == [[], [], second]
+    assert await read(third.decode(), "worker-z:9") == [[], [], third]
+    # The largest id a stream can hold, which XRANGE cannot start after: nothing follows it.
+    last = "18446744073709551615-18446744073709551615"
+    await redis.xadd(keys.inbound, {FIELD: b"d"}, id=last)
+    assert await read(third.decode()) == [[last.encode()], [b"d"], b""]
+    assert await read(last, "worker-z:9") == [[], [], last.encode()]
