@@ -36,7 +36,7 @@ from redis.asyncio import Redis
 
 from terminus.service.metrics.worker import WorkerMetrics
 from terminus.service.runtime.owner import PartitionOwner
-from terminus.service.runtime.pump import Pump
+from terminus.service.runtime.pump import Breaks, Pump
 from terminus.service.settings import Settings
 
 log = logging.getLogger("terminus.lanes")
@@ -57,7 +57,8 @@ class Lanes:
     ) -> None:
         self.metrics = metrics if metrics is not None else WorkerMetrics()
         self.settle_s = settle_s
-        self.pumps = [Pump(redis, settings, self.balance) for _ in range(settings.lanes)]
+        breaks = Breaks()  # one lane's broken connection makes every lane start over
+        self.pumps = [Pump(redis, settings, self.balance, breaks) for _ in range(settings.lanes)]
         self.active = 1  # lanes in use: the first `active` pumps
         self.moves = 0  # owners handed from one lane to another, since the start
         self._since, self._read = monotonic(), 0  # entries every lane read since `_since`

@@ -23,7 +23,8 @@ an idle one may remember more than Redis holds when the connection broke because
 and lost acknowledged writes (AOF `everysec` behind a slow fsync), or a replica that had not
 received them took over: its position would then wait past entries that are back in the log, and
 its fold would drop them as already applied. (A server cannot restart or fail over without
-breaking the connections to it, so the error is always seen.)
+breaking the connections to it, so the error is always seen, by some lane: every lane of the
+worker then starts over too (`Breaks`).)
 """
 
 from __future__ import annotations
@@ -50,6 +51,22 @@ log = logging.getLogger("terminus.pump")
 PAUSE_S: Final = 0.2  # after a connection error, before the next round
 
 
+class Breaks:
+    """How often a connection of a worker's lanes broke, shared by its pumps: after any lane's,
+    every lane's owners start over, each at the top of its next round or before its next send.
+
+    Why every lane: a broken connection may mean a Redis that restarted, or a replica promoted,
+    without writes the owners remember (the module's docstring). A lane sees the break on its own
+    connection only when it next uses it, and that may never come for some owners: on one Redis,
+    an owner handed at the top of its lane's round to a lane that already started over and
+    reconnected; on a cluster, every lane whose next request for a slot goes to the promoted
+    replica once another lane has re-read the slot map. Such an owner would go on from memory
+    that Redis no longer holds."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+
 class Pump:
     """Steps the owners it holds until `stop`; `balance`, if given, is called at the top of
     every round, the one point where none of the pump's owners has a request in flight (the
@@ -60,6 +77,7 @@ class Pump:
         redis: Redis,
         settings: Settings,
         balance: Callable[[Pump], None] | None = None,
+        breaks: Breaks | None = None,
     ) -> None:
         self.redis = redis
         self.settings = settings
@@ -70,6 +88,8 @@ class Pump:
         self.full_rounds = 0  # rounds in a row that came back full, the last one included
         self.stopping = False
         self._balance = balance
+        self._breaks = breaks if breaks is not None else Breaks()
+        self._breaks_known = self._breaks.count  # the breaks this pump's owners started over for
         self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
         self._paced: asyncio.Future[None] | None = None  # the linger in progress (`_pace`)
         self._paced_from = 0.0  # monotonic time of the last round, or wake-up (`_pace`)
@@ -150,6 +170,8 @@ class Pump:
         for owner in list(self.owners.values()):
             if owner.finished:
                 self._end(owner)
+        if await self._after_a_break():
+            return
         if self._balance is not None:
             self._balance(self)
         await self._start_fresh()
@@ -160,6 +182,8 @@ class Pump:
         idle = [o for o in self.owners.values() if o.idle]
         if busy:
             await self._pace()
+            if await self._after_a_break():  # another lane's, during the linger
+                return
             await self._step(busy, idle)
         else:
             await self._wait(idle)
@@ -324,8 +348,19 @@ class Pump:
             del self.owners[owner.partition]
         owner.end(error)
 
-    async def _start_over(self, exc: BaseException) -> None:
-        """Every owner starts over (see the module's docstring), after a pause."""
+    async def _after_a_break(self) -> bool:
+        """Start over if another lane's connection broke since this pump's owners last did."""
+        if self._breaks_known == self._breaks.count:
+            return False
+        await self._start_over(ConnectionError("another lane's connection broke"), told=True)
+        return True
+
+    async def _start_over(self, exc: BaseException, told: bool = False) -> None:
+        """Every owner starts over (see the module's docstring), after a pause; on a broken
+        connection not `told` of by another lane, every other lane's owners too (`Breaks`)."""
+        if isinstance(exc, TRANSIENT) and not told:
+            self._breaks.count += 1
+        self._breaks_known = self._breaks.count
         for owner in self.owners.values():
             owner.lost_connection(exc)
         await self.wire.recover(exc)
