@@ -1,0 +1,98 @@
+"""What Redis spends on a round of caught-up owners' reads: `python -m bench.e2e.caught_up`.
+
+At light load most owners of a round have nothing to read. Each read is told the last entry its
+owner read in its epoch, and the script first asks whether any entry follows it (an empty
+XRANGE); without it, the read is the fenced one (GET of the lease, XREADGROUP, XREVRANGE of the
+tail). This sends one call of round.lua over `--owners` caught-up owners `--calls` times each
+way, alternating `--runs` times, and prints the server's time per call of each (INFO
+commandstats, EVALSHA); the least of each way is its figure. On a private redis-server, as
+`bench.e2e`'s, unless `--redis-url` names one (INFO must be allowed there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import uuid
+from pathlib import Path
+
+from redis.asyncio import Redis
+
+from bench.common.procs import redis_url
+from bench.common.redis_ops import delete_prefix
+from terminus.service.fold.commit import Value
+from terminus.service.keys import FIELD, GROUP, Keys
+from terminus.service.redis.connect import client_options, connect
+from terminus.service.redis.replies import text
+from terminus.service.redis.scripts import script
+from terminus.service.runtime.wire import Call, bundle
+from terminus.service.settings import Settings
+
+LEASE = "bench:1"
+WAYS = ("told where the log ends", "the fenced read")
+
+
+async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> dict[str, float]:
+    """Each way's least server µs per round (printed too); its keys under `prefix` (default: a
+    new one), deleted."""
+    prefix = prefix or f"bench-cu-{uuid.uuid4().hex[:8]}"
+    told: list[Call] = []
+    for p in range(args.owners):
+        owner = Keys(p, prefix)
+        await redis.xgroup_create(owner.inbound, GROUP, id="0-0", mkstream=True)
+        await redis.set(owner.lease, LEASE)
+        # One entry of the workload's size, read: the owner is caught up.
+        last = text(await redis.xadd(owner.inbound, {FIELD: b"x" * 170}))
+        fence: list[Value] = [LEASE, GROUP, "bench", 512]
+        await script(redis, "read")(keys=[owner.lease, owner.inbound], args=fence)
+        told.append(("read", [owner.lease, owner.inbound], [*fence, last]))
+    fenced: list[Call] = [(name, keys, args[:4]) for name, keys, args in told]
+    rounds = [bundle(told), bundle(fenced)]
+    best = dict.fromkeys(WAYS, float("inf"))
+    try:
+        for run in range(args.runs):
+            for way, (name, keys, argv) in zip(WAYS, rounds, strict=True):
+                call = script(redis, name)
+                before = await _evalsha(redis)
+                for _ in range(args.calls):
+                    replies = await call(keys=keys, args=argv)
+                if any(not isinstance(r, list) or r[0] for r in replies):  # read, or refused
+                    raise RuntimeError(f"{way}: not every owner was caught up: {replies!r:.200}")
+                calls, usec = (a - b for a, b in zip(await _evalsha(redis), before, strict=True))
+                per_round = usec / calls
+                best[way] = min(best[way], per_round)
+                print(f"run {run + 1}  {way:<24}{per_round:>7.1f} µs of Redis per round")
+    finally:
+        await delete_prefix(redis, prefix)
+    return best
+
+
+async def _evalsha(redis: Redis) -> tuple[int, int]:
+    row = (await redis.info("commandstats")).get("cmdstat_evalsha", {})
+    return int(row.get("calls", 0)), int(row.get("usec", 0))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.e2e.caught_up", description=__doc__)
+    parser.add_argument("--redis-url", help="use this Redis, not a private one")
+    parser.add_argument("--owners", type=int, default=16, help="caught-up owners read per round")
+    parser.add_argument("--calls", type=int, default=2000, help="rounds each way, per run")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as data, redis_url(args.redis_url, Path(data)) as url:
+        asyncio.run(_main(url, args))
+
+
+async def _main(url: str, args: argparse.Namespace) -> None:
+    redis = connect(url, **client_options(Settings()))
+    try:
+        best = await measure(redis, args)
+        told, fenced = (best[way] for way in WAYS)
+        print(f"least of {args.runs}: {told:.1f} against {fenced:.1f} µs ({told / fenced:.2f}x)")
+    finally:
+        await redis.aclose()
+
+
+if __name__ == "__main__":
+    main()
