@@ -13,6 +13,7 @@ from typing import TypeAlias
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError as RedisResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from terminus.service import TerminusError
@@ -39,6 +40,8 @@ def _run(body: Body, args: argparse.Namespace) -> int:
         print(f"{name}: {exc}", file=sys.stderr)
     except (RedisConnectionError, RedisTimeoutError, Interrupted) as exc:
         print(f"{name}: cannot reach Redis: {_one_line(exc)}", file=sys.stderr)
+    except RedisResponseError as exc:  # e.g. an ACL without a command, a log no XADD can extend
+        print(f"{name}: Redis refused: {_one_line(exc)}", file=sys.stderr)
     except KeyboardInterrupt:
         # Ctrl-C is how `--follow` is meant to end.
         return 0 if getattr(args, "follow", False) else 130

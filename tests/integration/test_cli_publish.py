@@ -97,3 +97,19 @@ def test_publish_of_a_bad_file_publishes_nothing(
     [line] = lines(capsys.readouterr().err)
     assert line.startswith(f"terminus publish: {missing}: cannot read")
     assert store.xlen(Keys(partition_of(SESSION, P), prefix).inbound) == 0
+
+
+@pytest.mark.usefixtures("env")
+def test_publish_to_a_log_redis_refuses_says_so_in_one_line(
+    store: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hostile entry at the largest possible id leaves a log nothing can be appended to: the
+    command says what Redis answered, as one line and status 1, not as a traceback."""
+    inbound = Keys(partition_of(SESSION, P), prefix).inbound
+    store.xadd(inbound, {"e": b"{}"}, id="18446744073709551615-18446744073709551615")
+    argv = ["publish", "--provider", "anthropic", "--session", SESSION]
+    assert main([*argv, str(DEMO / "text-recorded-fantasy.sse")]) == 1
+    [line] = lines(capsys.readouterr().err)
+    assert line.startswith("terminus publish: Redis refused: ")
+    assert "exhausted the last possible ID" in line
+    assert store.xlen(inbound) == 1
