@@ -8,19 +8,25 @@ SIGKILL to any still alive after a grace period. `cpu_seconds` reads a child's C
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Self
 
+from redis.asyncio import Redis
+
 from terminus.service.redis.cluster import LocalCluster
+from terminus.service.redis.connect import client_options, connect
 from terminus.service.redis.embedded import EmbeddedRedis
+from terminus.service.settings import Settings
 
 STOP_GRACE_S: Final = 10.0
 LOG_TAIL_CHARS: Final = 2000
@@ -164,6 +170,21 @@ def redis_url(given: str | None, data_dir: Path, cluster: bool = False) -> Itera
         return
     with LocalCluster(data_dir) if cluster else EmbeddedRedis(data_dir) as server:
         yield server.url
+
+
+def run_on_redis(given: str | None, body: Callable[[Redis], Awaitable[None]]) -> None:
+    """Run `body` with a client of `given`, else of a private redis-server (`redis_url`),
+    the client closed and the server stopped after it: the frame of the single-client benches."""
+    with tempfile.TemporaryDirectory() as data, redis_url(given, Path(data)) as url:
+        asyncio.run(_with_client(url, body))
+
+
+async def _with_client(url: str, body: Callable[[Redis], Awaitable[None]]) -> None:
+    redis = connect(url, **client_options(Settings()))
+    try:
+        await body(redis)
+    finally:
+        await redis.aclose()
 
 
 def raise_on_sigterm() -> None:

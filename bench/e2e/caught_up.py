@@ -12,22 +12,17 @@ commandstats, EVALSHA); the least of each way is its figure. On a private redis-
 from __future__ import annotations
 
 import argparse
-import asyncio
-import tempfile
 import uuid
-from pathlib import Path
 
 from redis.asyncio import Redis
 
-from bench.common.procs import redis_url
-from bench.common.redis_ops import delete_prefix
+from bench.common.procs import run_on_redis
+from bench.common.redis_ops import delete_prefix, server_usage
 from terminus.service.fold.commit import Value
 from terminus.service.keys import FIELD, GROUP, Keys
-from terminus.service.redis.connect import client_options, connect
 from terminus.service.redis.replies import text
 from terminus.service.redis.scripts import script
 from terminus.service.runtime.wire import Call, bundle
-from terminus.service.settings import Settings
 
 LEASE = "bench:1"
 WAYS = ("told where the log ends", "the fenced read")
@@ -54,23 +49,18 @@ async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> d
         for run in range(args.runs):
             for way, (name, keys, argv) in zip(WAYS, rounds, strict=True):
                 call = script(redis, name)
-                before = await _evalsha(redis)
+                before = await server_usage(redis)
                 for _ in range(args.calls):
                     replies = await call(keys=keys, args=argv)
                 if any(not isinstance(r, list) or r[0] for r in replies):  # read, or refused
                     raise RuntimeError(f"{way}: not every owner was caught up: {replies!r:.200}")
-                calls, usec = (a - b for a, b in zip(await _evalsha(redis), before, strict=True))
+                calls, usec = (await server_usage(redis)).minus(before).commands["evalsha"]
                 per_round = usec / calls
                 best[way] = min(best[way], per_round)
                 print(f"run {run + 1}  {way:<24}{per_round:>7.1f} µs of Redis per round")
     finally:
         await delete_prefix(redis, prefix)
     return best
-
-
-async def _evalsha(redis: Redis) -> tuple[int, int]:
-    row = (await redis.info("commandstats")).get("cmdstat_evalsha", {})
-    return int(row.get("calls", 0)), int(row.get("usec", 0))
 
 
 def main() -> None:
@@ -80,18 +70,13 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000, help="rounds each way, per run")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as data, redis_url(args.redis_url, Path(data)) as url:
-        asyncio.run(_main(url, args))
+    run_on_redis(args.redis_url, lambda redis: _report(redis, args))
 
 
-async def _main(url: str, args: argparse.Namespace) -> None:
-    redis = connect(url, **client_options(Settings()))
-    try:
-        best = await measure(redis, args)
-        told, fenced = (best[way] for way in WAYS)
-        print(f"least of {args.runs}: {told:.1f} against {fenced:.1f} µs ({told / fenced:.2f}x)")
-    finally:
-        await redis.aclose()
+async def _report(redis: Redis, args: argparse.Namespace) -> None:
+    best = await measure(redis, args)
+    told, fenced = (best[way] for way in WAYS)
+    print(f"least of {args.runs}: {told:.1f} against {fenced:.1f} µs ({told / fenced:.2f}x)")
 
 
 if __name__ == "__main__":

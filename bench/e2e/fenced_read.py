@@ -13,20 +13,15 @@ must be allowed there).
 from __future__ import annotations
 
 import argparse
-import asyncio
-import tempfile
 import uuid
-from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
 
-from bench.common.procs import redis_url
-from bench.common.redis_ops import delete_prefix
+from bench.common.procs import run_on_redis
+from bench.common.redis_ops import delete_prefix, server_usage
 from terminus.service.keys import FIELD, Keys
-from terminus.service.redis.connect import client_options, connect
 from terminus.service.redis.scripts import script
-from terminus.service.settings import Settings
 
 LEASE = "bench:1"
 WAYS = ("plain XREADGROUP", "through read.lua")
@@ -51,7 +46,7 @@ async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> d
                 group = f"{way[:5]}-{run}"
                 await redis.xgroup_create(keys.inbound, group, id="0-0")
                 command = "xreadgroup" if way == WAYS[0] else "evalsha"
-                before = await _usec(redis, command)
+                before = await server_usage(redis)
                 entries = 0
                 for _ in range(args.batches):
                     if way == WAYS[0]:
@@ -65,18 +60,12 @@ async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> d
                         entries += len(ids)
                 if entries != args.batches * args.count:
                     raise RuntimeError(f"{way} read {entries} entries, not the whole log")
-                per_entry = (await _usec(redis, command) - before) / entries
+                per_entry = (await server_usage(redis)).minus(before).usec(command) / entries
                 best[way] = min(best[way], per_entry)
                 print(f"run {run + 1}  {way:<18}{per_entry:>6.2f} µs of Redis per entry")
     finally:
         await delete_prefix(redis, prefix)
     return best
-
-
-async def _usec(redis: Redis, command: str) -> int:
-    """Server time spent in `command` so far (a script's time includes the calls it makes)."""
-    stats = await redis.info("commandstats")
-    return int(stats.get(f"cmdstat_{command}", {}).get("usec", 0))
 
 
 def main() -> None:
@@ -86,18 +75,13 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=100, help="reads each way, per run")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as data, redis_url(args.redis_url, Path(data)) as url:
-        asyncio.run(_main(url, args))
+    run_on_redis(args.redis_url, lambda redis: _report(redis, args))
 
 
-async def _main(url: str, args: argparse.Namespace) -> None:
-    redis = connect(url, **client_options(Settings()))
-    try:
-        best = await measure(redis, args)
-        plain, fenced = (best[way] for way in WAYS)
-        print(f"least of {args.runs}: {fenced:.2f} against {plain:.2f} µs per entry")
-    finally:
-        await redis.aclose()
+async def _report(redis: Redis, args: argparse.Namespace) -> None:
+    best = await measure(redis, args)
+    plain, fenced = (best[way] for way in WAYS)
+    print(f"least of {args.runs}: {fenced:.2f} against {plain:.2f} µs per entry")
 
 
 if __name__ == "__main__":

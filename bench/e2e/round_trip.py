@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from redis.asyncio import Redis
 
-from bench.common.procs import redis_url
+from bench.common.procs import run_on_redis
 from bench.common.redis_ops import delete_prefix
 from terminus.service.keys import GROUP, START, Keys
-from terminus.service.redis.connect import client_options, connect
 from terminus.service.redis.scripts import source
 from terminus.service.runtime.wire import Call, Wire
 from terminus.service.settings import Settings
@@ -86,16 +83,7 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=2.0, help="ms between rounds")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as data, redis_url(args.redis_url, Path(data)) as url:
-        asyncio.run(_main(url, args))
-
-
-async def _main(url: str, args: argparse.Namespace) -> None:
-    redis = connect(url, **client_options(Settings()))
-    try:
-        await measure(redis, args)
-    finally:
-        await redis.aclose()
+    run_on_redis(args.redis_url, lambda redis: measure(redis, args))
 
 
 if __name__ == "__main__":
