@@ -230,3 +230,19 @@ async def stepped_pump(redis: Redis, settings: Settings) -> AsyncIterator[Pump]:
         yield pump
     finally:
         await pump.wire.close()
+
+
+@contextlib.asynccontextmanager
+async def running_pump(
+    redis: Redis, settings: Settings, *owners: PartitionOwner
+) -> AsyncIterator[Pump]:
+    """A pump running `owners` while the test uses it, stopped (and waited for) after."""
+    pump = Pump(redis, settings)
+    for owner in owners:
+        pump.add(owner)
+    running = asyncio.create_task(pump.run())
+    try:
+        yield pump
+    finally:
+        pump.stop()
+        await running

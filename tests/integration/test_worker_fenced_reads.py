@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from pump_support import running_pump
 from redis.asyncio import Redis
 from worker_support import (
     DEADLINE_S,
@@ -26,7 +27,6 @@ from terminus.service.keys import FIELD, GROUP, Keys
 from terminus.service.redis.scripts import script
 from terminus.service.runtime.leases import Leases, lease_value
 from terminus.service.runtime.owner import PartitionOwner
-from terminus.service.runtime.pump import Pump
 from terminus.service.sdk.producer import Producer
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
@@ -69,16 +69,10 @@ async def test_an_owner_whose_lease_moved_on_stops_before_reading(
     assert await leases.release(keys.partition, "worker-a", 1)
     assert await leases.acquire(keys.partition, "worker-b", 10_000) == 2
     owner = PartitionOwner(redis, settings_for(prefix), keys.partition, "worker-a", 1)
-    pump = Pump(redis, settings_for(prefix))
-    pump.add(owner)
-    pumping = asyncio.create_task(pump.run())
-    try:
+    async with running_pump(redis, settings_for(prefix), owner) as pump:
         with pytest.raises(LeaseLost):
             await asyncio.wait_for(owner.ended, DEADLINE_S)
         assert pump.owners == {}
-    finally:
-        pump.stop()
-        await pumping
     assert await pending(redis, keys) == 0
     assert await snapshot(redis, prefix, "t-1") is None
 
@@ -93,10 +87,7 @@ async def test_a_caught_up_owner_whose_lease_moved_on_stops_at_its_next_entry(
     leases = Leases(redis, prefix)
     assert await leases.acquire(keys.partition, "worker-a", 10_000) == 1
     owner = PartitionOwner(redis, settings_for(prefix), keys.partition, "worker-a", 1)
-    pump = Pump(redis, settings_for(prefix))
-    pump.add(owner)
-    pumping = asyncio.create_task(pump.run())
-    try:
+    async with running_pump(redis, settings_for(prefix), owner):
         await producer.publish(answer("t-1"))
         async with asyncio.timeout(DEADLINE_S):
             while await snapshot(redis, prefix, "t-1") is None or not owner.seen:
@@ -108,9 +99,6 @@ async def test_a_caught_up_owner_whose_lease_moved_on_stops_at_its_next_entry(
         await producer.publish(answer("t-2"))
         with pytest.raises(LeaseLost):
             await asyncio.wait_for(owner.ended, DEADLINE_S)
-    finally:
-        pump.stop()
-        await pumping
     assert await pending(redis, keys) == 0
     assert await snapshot(redis, prefix, "t-2") is None
 
