@@ -114,3 +114,30 @@ def test_making_a_key_is_announced_once_with_its_path(home: Path, tmp_path: Path
     assert again.stderr == ""
     assert list(first.iterdir()) == list(second.iterdir()) == []
     assert made.stdout.split(".")[1] == again.stdout.split(".")[1] == "default"
+
+
+def test_run_announces_the_key_before_the_demo_and_once(
+    single_redis_url: str, prefix: str, home: Path, tmp_path: Path
+) -> None:
+    """`terminus run` makes the key itself, before its gateway starts: one line, ahead of the
+    demo's story rather than in the middle of it."""
+    port = free_port()
+    env = user_env(
+        home, REDIS_URL=single_redis_url, TERMINUS_PREFIX=prefix, TERMINUS_PARTITIONS="4"
+    )
+    command = [sys.executable, "-m", "terminus", "run", "--demo", "--once", "--workers", "1"]
+    log = tmp_path / "run.log"
+    with log.open("wb") as out:
+        done = subprocess.run(
+            [*command, "--http", f"127.0.0.1:{port}"],
+            env=env,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=out,
+            timeout=120,
+            check=False,
+        )
+    said = log.read_text()
+    assert done.returncode == 0, said
+    assert said.count("created a token key") == 1, said
+    assert said.index("created a token key") < said.index("[1] complete answer"), said
