@@ -105,7 +105,9 @@ def body_of(name: str, kind: str) -> dict[str, object]:
     if name == "tgi":
         return dict(zip(TGI_FIELDS, (f"{kind} failed", kind), strict=True))
     if name == "groq":
-        return {"error": {"message": f"{kind} failed", "type": "invalid_request_error", "code": kind}}
+        return {
+            "error": {"message": f"{kind} failed", "type": "invalid_request_error", "code": kind}
+        }
     return {"error": {"code": status, "message": f"{kind} failed", "type": kind}}
 
 
