@@ -239,7 +239,7 @@ FORMS: Final[dict[str, Forms]] = {
             ),
             form(
                 498,
-                err("Flex tier capacity exceeded", "internal_server_error", "capacity_exceeded"),
+                err("Flex tier capacity exceeded", None, "capacity_exceeded"),
                 UNAVAILABLE,
             ),
             form(429, err("Rate limit reached for model", "tokens", "rate_limit_exceeded"), RATE),
