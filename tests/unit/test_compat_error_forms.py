@@ -41,16 +41,14 @@ def err(message: str, kind: Any = None, code: Any = None, **more: Any) -> dict[s
 
 
 def captured(name: str) -> Any:
-    """The body of a recorded HTTP error, or the error payload of a recorded stream."""
+    """The body of a recorded HTTP error, or the last payload of a recorded stream (its error)."""
     path = FIXTURES / "openai-compatible" / name
     if path.suffix == ".json":
         return json.loads(path.read_text())["body"]
-    return next(p for p in reversed(payloads_of(path) if path.suffix != ".sse" else _sse(path)))
-
-
-def _sse(path: Any) -> list[Any]:
-    lines = path.read_text().splitlines()
-    return [json.loads(line[5:]) for line in lines if line.startswith("data:") and "{" in line]
+    if path.suffix == ".sse":
+        data = [line[5:] for line in path.read_text().splitlines() if line.startswith("data:")]
+        return json.loads([d for d in data if d.strip().startswith("{")][-1])
+    return payloads_of(path)[-1]
 
 
 UNAVAILABLE: Final = ("provider_unavailable", True)
@@ -245,10 +243,34 @@ FORMS: Final[dict[str, Forms]] = {
             form(429, err("Rate limit reached for model", "tokens", "rate_limit_exceeded"), RATE),
         ),
     ),
-    # Together: docs.together.ai has no error-body page in the docs corpus, and no public capture
-    # of a Together error was found (docs/providers.md, "Not covered"); together-python raises by
-    # status only. In-stream: none documented.
-    "together": Forms(stream=(), bodies=()),
+    # https://docs.together.ai/docs/error-codes: statuses only (400, 401, 402, 403, 404, 429,
+    # 500, 503), no body shape; its 403 is "Input token count + max_tokens parameter must be less
+    # than the context length", which is read so only by its message: TGI's validation message
+    # (router/src/validation.rs), as Together sent it (Portkey's error library, together-ai
+    # #10151). A bare 403 reads as `auth` (docs/providers.md, "Not covered"). In-stream: none
+    # documented.
+    "together": Forms(
+        stream=(),
+        bodies=(
+            form(
+                403,
+                "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4097."
+                " Given: 5013 `inputs` tokens and 128 `max_new_tokens`",
+                OVERFLOW,
+            ),
+            *statuses(
+                {
+                    400: UNKNOWN,
+                    401: AUTH,
+                    402: BUDGET,
+                    404: UNKNOWN,
+                    429: RATE,
+                    500: UNAVAILABLE,
+                    503: UNAVAILABLE,
+                }
+            ),
+        ),
+    ),
     # https://fireworks.ai/docs/guides/inference-error-codes (statuses); the envelope
     # `{"error": {object, type, code, message}}` (@ai-sdk/fireworks 2.0.72 changelog).
     # In-stream: none documented.
