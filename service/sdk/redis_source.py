@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 from terminus.service.keys import DEFAULT_PREFIX, FIELD, START, keys_for_session
 from terminus.service.redis.replies import StreamReply, xread
 from terminus.service.sdk.updates import Interrupted, SubscriptionDenied, Update, decoded
+from terminus.service.shape import partitions_for_reader
 
 READ_COUNT: Final = 512
 
@@ -22,15 +23,17 @@ READ_COUNT: Final = 512
 @dataclass(frozen=True)
 class RedisSource:
     """Reads the session stream with XREAD BLOCK on a `redis.asyncio.Redis` client (bytes
-    replies, the default), under the deployment's `partitions` and key `prefix`."""
+    replies, the default), under the deployment's key `prefix`; `partitions` None (the default)
+    follows the count the deployment recorded, a set one must agree with it (service/shape.py)."""
 
     redis: Redis
-    partitions: int = 16
+    partitions: int | None = None
     prefix: str = DEFAULT_PREFIX
     block_ms: int = 1000
 
     async def read(self, session_id: str, after: str | None) -> AsyncGenerator[Update, None]:
-        key = keys_for_session(session_id, self.partitions, self.prefix).session(session_id)
+        partitions = await partitions_for_reader(self.redis, self.prefix, self.partitions)
+        key = keys_for_session(session_id, partitions, self.prefix).session(session_id)
         last = after or START
         while True:
             for _, entries in await self._xread(key, last):
