@@ -135,11 +135,12 @@ async def partitions_of(
     *,
     source: Source,
     by: Writer | None = None,
+    fallback: int = DEFAULT_PARTITIONS,
 ) -> int:
-    """The deployment's partition count: the recorded one, else `partitions` (else 16), which
-    a writer (`by`) records. Raises `ShapeMismatch` if `partitions` disagrees with the record,
-    `ContractAhead` for a producer ahead of the workers."""
-    wanted = partitions or DEFAULT_PARTITIONS
+    """The deployment's partition count: the recorded one, else `partitions` (else `fallback`),
+    which a writer (`by`) records. Raises `ShapeMismatch` if `partitions` disagrees with the
+    record, `ContractAhead` for a producer ahead of the workers."""
+    wanted = partitions or fallback
     shape = await (record(redis, prefix, wanted, by) if by == "pool" else recorded(redis, prefix))
     if shape is None and by == "producer":
         shape = await record(redis, prefix, wanted, by)
@@ -156,7 +157,9 @@ async def settled(redis: Redis, settings: Settings, by: Writer | None = None) ->
     """`settings` with the deployment's partition count: `TERMINUS_PARTITIONS` must agree with
     the recorded one (`ShapeMismatch`), and is followed when unset (`partitions_given`)."""
     given = settings.partitions if settings.partitions_given else None
-    partitions = await partitions_of(redis, settings.prefix, given, source="env", by=by)
+    partitions = await partitions_of(
+        redis, settings.prefix, given, source="env", by=by, fallback=settings.partitions
+    )
     if partitions == settings.partitions:
         return settings
     return msgspec.structs.replace(settings, partitions=partitions)

@@ -239,6 +239,14 @@ async def test_a_pool_raises_the_contract_version_a_producer_ahead_of_it_is_refu
     await producer.turn(SESSION, "t-1").start()
 
 
+async def test_a_pool_records_its_own_count_and_one_that_sets_none_follows_the_record(
+    redis: Redis, prefix: str
+) -> None:
+    assert (await pool_started(redis, prefix, 4)).partitions == 4
+    following = await settled(redis, from_env({"TERMINUS_PREFIX": prefix}), by="pool")
+    assert following.partitions == 4
+
+
 async def test_readers_never_record_and_use_the_default_until_a_writer_does(
     redis: Redis, prefix: str
 ) -> None:
