@@ -5,7 +5,8 @@ the same loop, its frames alone."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import contextlib
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -32,7 +33,8 @@ class RedisSource:
     block_ms: int = 1000
 
     async def read(self, session_id: str, after: str | None) -> AsyncGenerator[Update, None]:
-        partitions = await partitions_for_reader(self.redis, self.prefix, self.partitions)
+        with _as_subscriber_errors():
+            partitions = await partitions_for_reader(self.redis, self.prefix, self.partitions)
         key = keys_for_session(session_id, partitions, self.prefix).session(session_id)
         last = after or START
         while True:
@@ -43,11 +45,18 @@ class RedisSource:
                     yield update
 
     async def _xread(self, key: str, last: str) -> StreamReply:
-        try:
+        with _as_subscriber_errors():
             # A client without a socket timeout would wait forever on a silently dead socket.
             async with asyncio.timeout(self.block_ms / 1000 + 10):
                 return await xread(self.redis, {key: last}, READ_COUNT, self.block_ms)
-        except (rx.AuthenticationError, rx.AuthorizationError, rx.NoPermissionError) as exc:
-            raise SubscriptionDenied(403, str(exc)) from exc
-        except (rx.ConnectionError, rx.TimeoutError, OSError, TimeoutError) as exc:
-            raise Interrupted(repr(exc)) from exc
+
+
+@contextlib.contextmanager
+def _as_subscriber_errors() -> Iterator[None]:
+    """Redis's refusals and cuts as the subscriber's errors: `subscribe` resumes after a cut."""
+    try:
+        yield
+    except (rx.AuthenticationError, rx.AuthorizationError, rx.NoPermissionError) as exc:
+        raise SubscriptionDenied(403, str(exc)) from exc
+    except (rx.ConnectionError, rx.TimeoutError, OSError, TimeoutError) as exc:
+        raise Interrupted(repr(exc)) from exc
