@@ -21,7 +21,7 @@ from terminus.events.outbound import PersistedMessage
 from terminus.events.versions import CURRENT
 from terminus.service.cli.main import main
 from terminus.service.gateway.serve import serve_gateway
-from terminus.service.keys import Keys, partition_of, shape_key
+from terminus.service.keys import Keys, partition_of, shape_key, workers_key
 from terminus.service.redis.embedded import free_port
 from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.cancel import cancel_turn
@@ -170,6 +170,23 @@ async def test_a_worker_process_with_another_count_exits_saying_what_to_set(
         + REFUSED_BY_POOL.format(key=shape_key(prefix))
         + ": set TERMINUS_PARTITIONS=16, or leave it unset"
     )
+
+
+@pytest.mark.usefixtures("env")
+async def test_terminus_run_with_another_count_starts_no_process(redis: Redis, prefix: str) -> None:
+    await pool_started(redis, prefix, 16)
+    environ = {**os.environ, "TERMINUS_PARTITIONS": "8"}
+    argv = [sys.executable, "-m", "terminus", "run", "--no-http"]
+    done = await asyncio.to_thread(
+        subprocess.run, argv, env=environ, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (
+        1,
+        "terminus run: "
+        + REFUSED_BY_POOL.format(key=shape_key(prefix))
+        + ": set TERMINUS_PARTITIONS=16, or leave it unset\n",
+    )
+    assert await redis.zrange(workers_key(prefix), 0, -1) == []
 
 
 async def test_a_gateway_with_another_count_is_refused_before_it_serves(
