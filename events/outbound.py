@@ -115,6 +115,11 @@ SessionUpdate = (
     | TurnFinished
 )
 
+# What a frontend's live view (the `LiveSession` of both SDKs) says of a turn: its parts are
+# streaming, a retry is coming, or how it ended. A `turn_finished` whose stopReason is
+# `cancelled` is `cancelled`, never `finished`: a UI must not show a stopped answer as complete.
+TurnStatus = Literal["streaming", "retrying", "finished", "cancelled", "failed"]
+
 
 # Persisted message parts (read model).
 class StepStartPart(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="step-start"):

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         SubscriberError,
         SubscriptionDenied,
         SubscriptionRefused,
+        UnknownFrames,
         UnreadableFrame,
         Update,
     )
@@ -79,6 +80,7 @@ _HOMES: Final = {
         "SubscriberError",
         "SubscriptionDenied",
         "SubscriptionRefused",
+        "UnknownFrames",
         "UnreadableFrame",
         "Update",
     ),
@@ -108,6 +110,7 @@ __all__ = [
     "TurnFailed",
     "TurnPublisher",
     "TurnRunner",
+    "UnknownFrames",
     "UnreadableFrame",
     "Update",
     "anthropic",
