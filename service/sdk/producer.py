@@ -32,7 +32,7 @@ from terminus.service.redis.connect import execute
 from terminus.service.sdk.batches import coalesce
 from terminus.service.sdk.publisher import TurnPublisher
 from terminus.service.settings import Settings
-from terminus.service.shape import configured, partitions_of
+from terminus.service.shape import DEFAULT_PARTITIONS, configured, partitions_of
 
 __all__ = ["Producer", "TurnPublisher", "coalesce"]
 
@@ -58,6 +58,7 @@ class Producer:
         self.clock = clock  # stamps ts_ms: the workers take reset times against it
         # None: the deployment's recorded count (service/shape.py), known once `ready()` ran.
         self.configured = partitions
+        self.fallback = DEFAULT_PARTITIONS  # recorded if nothing is, and no count was set
         self._partitions: int | None = None
         self.prefix = prefix
         self.fmt: Format = fmt
@@ -69,7 +70,7 @@ class Producer:
     def from_settings(cls, redis: Redis, settings: Settings, **options: Any) -> Self:
         """A producer with the deployment's partitions, prefix, event size and upstream limits;
         its partition count follows the recorded one unless `TERMINUS_PARTITIONS` was set."""
-        return cls(
+        producer = cls(
             redis,
             partitions=settings.partitions if settings.partitions_given else None,
             prefix=settings.prefix,
@@ -77,6 +78,8 @@ class Producer:
             limits=settings.upstream_limits(),
             **options,
         )
+        producer.fallback = settings.partitions
+        return producer
 
     async def ready(self) -> Self:
         """Agree with the deployment's shape, once: its recorded partition count, recorded
@@ -86,7 +89,7 @@ class Producer:
         if self._partitions is None:
             given, source = configured(self.configured)
             self._partitions = await partitions_of(
-                self.redis, self.prefix, given, source=source, by="producer"
+                self.redis, self.prefix, given, source=source, by="producer", fallback=self.fallback
             )
         return self
 

@@ -264,6 +264,13 @@ async def test_a_pool_records_its_own_count_and_one_that_sets_none_follows_the_r
     assert following.partitions == 4
 
 
+async def test_a_producer_made_from_settings_records_their_count(redis: Redis, prefix: str) -> None:
+    producer = Producer.from_settings(redis, Settings(prefix=prefix, partitions=4))
+    await producer.turn(SESSION, "t-1").start()
+    assert await redis.xlen(Keys(partition_of(SESSION, 4), prefix).inbound) == 1
+    assert (await pool_started(redis, prefix, 4)).by == "producer"
+
+
 async def test_readers_never_record_and_use_the_default_until_a_writer_does(
     redis: Redis, prefix: str
 ) -> None:
