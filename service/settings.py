@@ -4,7 +4,7 @@
 |---|---|---|
 | `REDIS_URL` | unset: embedded | `redis://[user:password@]host:port/db`, `rediss://` for TLS |
 | `TERMINUS_PREFIX` | `terminus` | key prefix |
-| `TERMINUS_PARTITIONS` | 16 | partitions P, fixed per deployment |
+| `TERMINUS_PARTITIONS` | as recorded, else 16 | partitions P, fixed per deployment (shape.py) |
 | `TERMINUS_BATCH_SIZE` | 512 | entries per XREADGROUP batch |
 | `TERMINUS_BLOCK_MS` | 1000 | XREADGROUP block time |
 | `TERMINUS_LANES` | 8 | most pump loops per worker: one at light load (runtime/lanes.py) |
@@ -80,6 +80,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_url: str | None = None
     prefix: str = DEFAULT_PREFIX
     partitions: int = 16
+    # Set (TERMINUS_PARTITIONS): must agree with the count the deployment recorded; else that
+    # count replaces the default when a process starts (service/shape.py).
+    partitions_given: bool = False
     batch_size: int = 512
     block_ms: int = 1000
     lanes: int = 8  # most lanes in use (runtime/lanes.py): one at light load
@@ -180,6 +183,7 @@ def from_env(env: Mapping[str, str]) -> Settings:
     values: dict[str, object] = {
         name: _positive(env, var) for var, name in _INTS.items() if var in env
     }
+    values["partitions_given"] = "TERMINUS_PARTITIONS" in env
     for var, (name, parse) in _TEXTS.items():
         if env.get(var, "").strip():
             values[name] = parse(env[var])

@@ -67,11 +67,14 @@ def _worker(args: argparse.Namespace) -> int:
     settings = _settings()  # before the app's module, which reads them again as it loads
     from terminus.service.cli.loop import run
     from terminus.service.runtime.app import create_app
+    from terminus.service.shape import ShapeError
 
     try:
         run(create_app(settings).run())
     except (ConnectionError, TimeoutError, OSError) as exc:  # Redis away as the worker starts
         raise SystemExit(f"terminus worker: cannot reach Redis: {exc}") from None
+    except ShapeError as exc:  # restarting it would not help: the setting must change
+        raise SystemExit(f"terminus worker: {exc}") from None
     return 0
 
 

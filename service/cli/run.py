@@ -25,6 +25,7 @@ from terminus.service.redaction import redacted_url
 from terminus.service.redis.connect import connect
 from terminus.service.redis.embedded import LOCAL_URL, EmbeddedRedis, can_bind, ensure_redis
 from terminus.service.settings import Settings
+from terminus.service.shape import ShapeError, settled
 
 STOP_TIMEOUT_S: Final = 20.0
 DATA_DIR: Final = Path("var") / "redis"
@@ -113,12 +114,13 @@ def run_service(
         {"TERMINUS_LOG_LEVEL": "warning"} if demo and "TERMINUS_LOG_LEVEL" not in os.environ else {}
     )
     pool = Pool(url, workers, extra, quiet)
-    print(
-        f"terminus: Redis at {_where(url, server)}, {workers} worker(s), "
-        f"{settings.partitions} partitions",
-        file=sys.stderr,
-    )
     try:
+        settings = asyncio.run(_shaped(url, settings))
+        print(
+            f"terminus: Redis at {_where(url, server)}, {workers} worker(s), "
+            f"{settings.partitions} partitions",
+            file=sys.stderr,
+        )
         pool.start()
         if demo:
             asyncio.run(_demo(url, settings))
@@ -131,10 +133,22 @@ def run_service(
     except KeyboardInterrupt:
         print("\nterminus: stopping", file=sys.stderr)
         return 0
+    except ShapeError as exc:  # before any process started: each would refuse it in turn
+        print(f"terminus run: {exc}", file=sys.stderr)
+        return 1
     finally:
         pool.stop()
         if server is not None:
             server.stop()
+
+
+async def _shaped(url: str, settings: Settings) -> Settings:
+    """The pool's shape, recorded if this is its first start (service/shape.py)."""
+    redis = connect(url, cluster=settings.redis_cluster)
+    try:
+        return await settled(redis, settings, by="pool")
+    finally:
+        await redis.aclose()
 
 
 async def _demo(url: str, settings: Settings) -> None:

@@ -19,15 +19,18 @@ from terminus.service.gateway.tokens import Keyring
 from terminus.service.redaction import RedactTokens
 from terminus.service.redis.connect import make_broker
 from terminus.service.settings import Settings
+from terminus.service.shape import settled
 
 
 async def serve_gateway(settings: Settings, secret: bytes | Keyring, host: str, port: int) -> None:
-    """Connect (with the workers' client options: timeouts, keepalive), then serve."""
+    """Connect (with the workers' client options: timeouts, keepalive), agree with the
+    deployment's recorded shape (`ShapeMismatch` before serving anything), then serve."""
     broker = make_broker(settings, client_name="terminus-gateway")
     redis = (
         await broker.connect()
     )  # a RedisCluster on a cluster: see terminus.service.redis.connect
     try:
+        settings = await settled(redis, settings)
         app = create_gateway(redis, settings, secret)
         config = server_config(app, settings, host, port)
         # After Config (which configures uvicorn's loggers): a request line's `token=` is masked.

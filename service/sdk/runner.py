@@ -113,6 +113,7 @@ class TurnRunner:
         """Run the turn to its end; `provider` and `model` default to the call's own."""
         provider = provider or str(getattr(call, "provider", ""))
         model = model or str(getattr(call, "model", ""))
+        await self.producer.ready()  # the commands stream is the partition's: its count first
         key = self.producer.keys(session_id).commands
         queue = await self.decisions.watch(key, session_id, turn_id)
         run = _Run(self, self.producer.turn(session_id, turn_id), queue, call, provider, model)

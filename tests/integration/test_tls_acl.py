@@ -35,6 +35,7 @@ from terminus.service.runtime.app import create_app
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.subscriber import RedisSource
 from terminus.service.settings import Settings
+from terminus.service.shape import record
 from tests.support.backends import as_user
 
 PARTITIONS: Final = 4
@@ -189,6 +190,7 @@ async def test_a_producer_s_user_appends_to_the_inbound_logs_and_does_nothing_el
     user_of: Callable[[str, list[str]], Awaitable[Redis]], redis: Redis, prefix: str
 ) -> None:
     producer = await user_of("producer", producer_rules(prefix, PARTITIONS))
+    await record(redis, prefix, PARTITIONS, "pool")  # the pool started first: the user reads it
     started = TurnStarted(session_id="s-1", turn_id="t-1", seq=0)
     [entry] = await Producer(producer, partitions=PARTITIONS, prefix=prefix).publish([started])
     keys = keys_for_session("s-1", PARTITIONS, prefix)
@@ -203,6 +205,7 @@ async def test_a_reader_s_user_reads_session_streams_and_does_nothing_else(
     user_of: Callable[[str, list[str]], Awaitable[Redis]], redis: Redis, prefix: str
 ) -> None:
     reader = await user_of("reader", reader_rules(prefix))
+    await record(redis, prefix, PARTITIONS, "pool")
     keys = keys_for_session("s-1", PARTITIONS, prefix)
     frame = AgentMessageChunk(
         session_id="s-1", turn_id="t-1", step=1, attempt=1, part_id="p0", delta="hi"
