@@ -70,7 +70,7 @@ from terminus.service.gateway.timeline import TurnArchived, load_turn
 from terminus.service.gateway.tokens import Grant, Keyring, TokenError, verify
 from terminus.service.metrics.exposition import render_metrics
 from terminus.service.redis.acl import Alarm, refusal, user_of
-from terminus.service.redis.connect import TRANSIENT
+from terminus.service.redis.connect import TRANSIENT, url_of
 from terminus.service.sdk.views import session_messages
 from terminus.service.settings import Settings
 
@@ -167,7 +167,7 @@ def create_gateway(
     limits = limits or Limits(max_streams=settings.max_streams_per_token)
     h = _Handlers(redis, settings, secret, limits, clock, hub)
     inspector = Inspector(redis, settings, h.grant_of, _Denied)
-    guarded = _Guard(Alarm(user_of(settings.redis_url)))
+    guarded = _Guard(Alarm(user_of(url_of(settings))))
     routes = [
         Route("/v1/sessions/{session_id}/updates", guarded(h.updates)),
         Route("/v1/sessions/{session_id}/messages", guarded(h.messages)),

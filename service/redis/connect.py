@@ -107,7 +107,7 @@ def make_broker(settings: Settings, client_name: str = "terminus-worker") -> Red
     kind = RedisClusterBroker if settings.redis_cluster else RedisBroker
     log.addFilter(_AWAY_IN_ONE_LINE)  # once: a logger keeps one copy of a filter
     return kind(
-        settings.redis_url or embedded.LOCAL_URL,
+        url_of(settings),
         client_name=client_name,
         retry=no_resends(),
         **client_options(settings),
@@ -126,8 +126,13 @@ def connect(url: str, *, cluster: bool = False, **options: Any) -> Redis:
 
 def client(settings: Settings, **options: Any) -> Redis:
     """A client for `settings` (REDIS_URL, else the local default)."""
-    url = settings.redis_url or embedded.LOCAL_URL
-    return connect(url, cluster=settings.redis_cluster, **options)
+    return connect(url_of(settings), cluster=settings.redis_cluster, **options)
+
+
+def url_of(settings: Settings) -> str:
+    """The Redis URL to connect to, password included: REDIS_URL, else the local default.
+    For a client's constructor only; anything shown to a human goes through `redacted_url`."""
+    return settings.redis_url.reveal() if settings.redis_url else embedded.LOCAL_URL
 
 
 async def refresh_slots(redis: Redis) -> bool:

@@ -215,7 +215,7 @@ def ensure_redis(
         server = EmbeddedRedis(data_dir).start()
         return server.url, server
     if settings.redis_url:
-        return settings.redis_url, None
+        return settings.redis_url.reveal(), None
     if answers_ping(LOCAL_URL):
         return LOCAL_URL, None
     # On the default port, other `terminus` commands find this server with no REDIS_URL set.
