@@ -2,7 +2,8 @@
 
 `TERMINUS_REDIS_CLUSTER=1` with `REDIS_URL` naming any node of a cluster selects redis-py's
 asyncio cluster client (`redis.asyncio.cluster.RedisCluster`) and FastStream's
-`RedisClusterBroker`; otherwise a plain `redis.asyncio.Redis` and `RedisBroker`.
+`RedisClusterBroker` (with the URL's TLS options on its pub/sub client too: cluster_broker.py);
+otherwise a plain `redis.asyncio.Redis` and `RedisBroker`.
 
 The cluster client is typed as `Redis` everywhere: it offers the same command methods, and every
 command terminus sends keeps its keys in one `{p}` slot, so the rest of the code is one path.
@@ -102,9 +103,11 @@ _AWAY_IN_ONE_LINE: Final = RedisAwayInOneLine()
 def make_broker(settings: Settings, client_name: str = "terminus-worker") -> RedisBroker:
     """The FastStream broker of a worker or gateway process, on one Redis or a cluster; its
     client never re-sends a command by itself (see `no_resends`)."""
-    from faststream.redis import RedisBroker, RedisClusterBroker  # not for the producer SDK
+    from faststream.redis import RedisBroker  # not for the producer SDK
 
-    kind = RedisClusterBroker if settings.redis_cluster else RedisBroker
+    from terminus.service.redis.cluster_broker import TlsClusterBroker
+
+    kind = TlsClusterBroker if settings.redis_cluster else RedisBroker
     log.addFilter(_AWAY_IN_ONE_LINE)  # once: a logger keeps one copy of a filter
     return kind(
         url_of(settings),
