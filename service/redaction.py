@@ -47,8 +47,8 @@ def redacted_url(url: str) -> str:
 
 class SecretUrl:
     """A URL with credentials that `str`, `repr`, f-strings, `%s` and `%r` in a log line show
-    masked (`redacted_url`); msgspec refuses to encode it (give `enc_hook=str` for the masked
-    text). `reveal()` is the real URL, for the one place that connects."""
+    masked (`redacted_url`); msgspec and pickle refuse to encode it (give msgspec `enc_hook=str`
+    for the masked text). `reveal()` is the real URL, for the one place that connects."""
 
     __slots__ = ("_url",)
 
@@ -74,9 +74,16 @@ class SecretUrl:
     def __hash__(self) -> int:
         return hash((SecretUrl, self._url))
 
+    def __copy__(self) -> SecretUrl:
+        return self  # immutable
+
+    def __deepcopy__(self, memo: dict[int, object]) -> SecretUrl:
+        return self
+
     def __reduce__(self) -> str | tuple[object, ...]:
-        # A pickle is bytes another process or a file may show: it carries the masked URL only.
-        return (SecretUrl, (redacted_url(self._url),))
+        # A pickle is bytes another process or a file may show; a masked one would connect with
+        # "***" as the password. Neither: a process gets its URL from REDIS_URL.
+        raise TypeError("a SecretUrl is not pickled: give the process REDIS_URL")
 
 
 def _redacted_netloc(netloc: str) -> str:

@@ -7,6 +7,7 @@ f-string or a log line's `%s` of it showed the password.
 
 from __future__ import annotations
 
+import copy
 import io
 import logging
 import pickle
@@ -75,8 +76,11 @@ def test_msgspec_refuses_to_encode_it_or_encodes_it_masked(settings: Settings) -
     assert b"hunter2" not in msgspec.json.encode(settings, enc_hook=str)
 
 
-def test_a_pickle_carries_the_masked_url_only(settings: Settings) -> None:
-    assert b"hunter2" not in pickle.dumps(settings.redis_url)
+def test_pickle_refuses_it_and_a_copy_is_the_same_url(settings: Settings) -> None:
+    with pytest.raises(TypeError, match="not pickled"):
+        pickle.dumps(settings)
+    assert copy.deepcopy(settings) == settings
+    assert copy.copy(settings.redis_url) is settings.redis_url
 
 
 def test_the_real_url_is_what_a_client_is_made_with(settings: Settings) -> None:
