@@ -115,6 +115,11 @@ SessionUpdate = (
     | TurnFinished
 )
 
+# What a frontend's live view (the `LiveSession` of both SDKs) says of a turn: its parts are
+# streaming, a retry is coming, or how it ended. A `turn_finished` whose stopReason is
+# `cancelled` is `cancelled`, never `finished`: a UI must not show a stopped answer as complete.
+TurnStatus = Literal["streaming", "retrying", "finished", "cancelled", "failed"]
+
 
 # Persisted message parts (read model).
 class StepStartPart(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="step-start"):
@@ -164,6 +169,16 @@ class PersistedMessage(msgspec.Struct, frozen=True, kw_only=True):
     usage: Usage
     provider: str
     model: str
+
+    def text(self) -> str:
+        """The text of the answer: its text parts' text in order, joined with nothing between
+        them, as `LiveSession.text` shows it; reasoning is left out (`reasoning()`), and so are
+        tool calls and their results."""
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+    def reasoning(self) -> str:
+        """The reasoning parts' text in order, joined the same way."""
+        return "".join(part.text for part in self.parts if isinstance(part, ReasoningPart))
 
 
 class PartialRecord(msgspec.Struct, frozen=True, kw_only=True):

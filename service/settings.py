@@ -38,7 +38,8 @@
 | `TERMINUS_HTTP_IDLE_TIMEOUT_S` | 5 | time a gateway connection may sit idle between requests |
 
 The gateway's token keys are read by service/gateway/tokens.py (`TERMINUS_TOKEN_SECRETS`,
-`TERMINUS_TOKEN_KEYS_FILE`, `TERMINUS_TOKEN_SECRET`), never stored here: settings get printed.
+`TERMINUS_TOKEN_KEYS_FILE`, `TERMINUS_TOKEN_SECRET`, else the keys file of `TERMINUS_STATE_DIR`,
+service/gateway/keystore.py), never stored here: settings get printed.
 """
 
 from __future__ import annotations

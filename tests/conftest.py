@@ -43,6 +43,19 @@ SERVER_BINARY: Final = "TERMINUS_TEST_REDIS_SERVER"
 TLS: Final = "TERMINUS_TEST_REDIS_TLS"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The commands tests run keep their token keys in a directory of the session's, not in the
+    home of whoever runs the tests (service/gateway/keystore.py)."""
+    saved = os.environ.get("TERMINUS_STATE_DIR")
+    os.environ["TERMINUS_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if saved is None:
+        del os.environ["TERMINUS_STATE_DIR"]
+    else:
+        os.environ["TERMINUS_STATE_DIR"] = saved
+
+
 @pytest.fixture(scope="session")
 def secure_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureRedis | None]:
     """With TERMINUS_TEST_REDIS_TLS=1, the session's TLS-only server with ACL users (from

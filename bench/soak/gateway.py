@@ -12,13 +12,15 @@ loopback port, with a token secret of its own so that tokens are minted here. Th
   limits; a body. Between them go requests a client may make: stream opens, pages of messages,
   turns. A probe the gateway must refuse must get a 4xx, a probe it may serve one of its
   documented answers, and no body may hold a traceback. Refusals happen before Redis is asked;
-  only a served probe reads Redis, and while Redis is away it answers 503 (documented, counted as
-  `redis_away_503`); any other 5xx is a failure.
+  only a served probe reads Redis (stream opens included: a stream is not opened onto a Redis that
+  is away), and while Redis is away it answers 503 (documented, counted as `redis_away_503`); any
+  other 5xx is a failure.
 - the health poller: `/healthz` four times a second (503 while Redis is away, as documented).
 - the followers: each follows a live session's updates until the session is over and quiet, or
-  `FOLLOW_S`, resuming with `Last-Event-ID` after any cut, and checks that the cursors it gets
-  strictly increase. Gaps between frames are reported, not judged: the soak's other faults
-  (worker kills, Redis restarts) make gaps of seconds.
+  `FOLLOW_S`, resuming with `Last-Event-ID` after any cut or 503 (Redis away, counted as
+  `follower_503`), and checks that the cursors it gets strictly increase. Gaps between frames
+  are reported, not judged: the soak's other faults (worker kills, Redis restarts) make gaps of
+  seconds.
 """
 
 from __future__ import annotations
@@ -212,13 +214,16 @@ class Catalogue:
         headers, params = carried(self.rng, self.good(session))
         if (cursor := self.rng.choice(GOOD_CURSORS)) is not None:
             self.cursor(cursor, headers, params)
-        return Probe("updates_open", _updates(session), frozenset({200, 429}), params, headers)
+        path = _updates(session)
+        return Probe("updates_open", path, frozenset({200, 429}), params, headers, redis=True)
 
     def updates_odd_session(self, session: str) -> Probe:
         """A stream of a session named with odd characters ('/' would leave the route)."""
         odd = "odd-" + "".join(self.rng.choices(ODD_CHARS, k=self.rng.randrange(1, 30)))
         headers, params = carried(self.rng, self.good(odd))
-        return Probe("updates_odd_session", _updates(odd), frozenset({200, 429}), params, headers)
+        return Probe(
+            "updates_odd_session", _updates(odd), frozenset({200, 429}), params, headers, redis=True
+        )
 
     def messages_bad(self, session: str) -> Probe:
         if self.rng.random() < 0.5:
@@ -431,6 +436,7 @@ class Followers:
         self.longest_gap_s, self.gap_session = 0.0, ""
         self.disorder: list[str] = []
         self.refused: list[str] = []
+        self.redis_away = 0  # stream opens answered 503 while Redis was away
 
     async def run(self) -> None:
         """Pick a live session no other follower follows, follow it, again; until cancelled."""
@@ -485,6 +491,9 @@ class Followers:
                     if status == 429:  # our own resumes came too fast: as a client would, wait
                         self.rate_limited += 1
                         wait = retry_after(source.response.headers.get("retry-after")) or 1.0
+                    elif status == 503:  # Redis is away: as a client would, wait and resume
+                        self.redis_away += 1
+                        wait = retry_after(source.response.headers.get("retry-after")) or 1.0
                     elif status != 200:
                         self.refused.append(f"{state.session}: {status}")
                         return
@@ -524,6 +533,7 @@ class Followers:
             "longest_gap_session": self.gap_session,
             "follower_resumes": self.resumes,
             "follower_429": self.rate_limited,
+            "follower_503": self.redis_away,
             "non_increasing": len(self.disorder),
             "follower_refused": len(self.refused),
         }

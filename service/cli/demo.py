@@ -2,8 +2,11 @@
 
 Each scenario is the successive attempts of one turn. The demo is a real producer: the SDK's
 `TurnRunner` plays the recorded files as a provider's answers, paced like a live stream, and
-waits for the workers' decision after each, as it would with a real provider. A watcher prints
-each transition and the frames that matter as the workers commit them, then the persisted message.
+waits for the workers' decision after each, as it would with a real provider. A watcher tells
+each turn's story as the workers commit it (`demo_story.py`): its state changes, the text it
+streams, the text withdrawn from an attempt that had no proof and why, the retry, and then the
+persisted message. The producer's own line about a retry waits until the watcher has told the
+attempt that retry ends, so it is printed after that attempt, not before it.
 """
 
 from __future__ import annotations
@@ -19,14 +22,8 @@ import msgspec
 from redis.asyncio import Redis
 
 from terminus.events.codec import decode_frame, decode_message
-from terminus.events.outbound import (
-    AgentError,
-    AttemptDiscarded,
-    Retrying,
-    SessionUpdate,
-    TextPart,
-    TurnFinished,
-)
+from terminus.events.outbound import TextPart
+from terminus.service.cli.demo_story import Entry, Story
 from terminus.service.cli.feeding import TranscriptCall
 from terminus.service.keys import FIELD, START, Keys, partition_of
 from terminus.service.redis.replies import StreamReply, last_id, xread
@@ -39,6 +36,7 @@ DEMO_DIR = Path(__file__).parent / "demo_transcripts"
 PACE_S = 0.03  # between chunks of a transcript, so frames visibly stream
 MAX_WAIT_MS = 1500  # the demo producer shortens long retry-after waits to keep the demo brisk
 TURN_TIMEOUT_S = 60.0
+TOLD_TIMEOUT_S = 10.0  # how long the producer's retry line waits for the watcher to catch up
 
 
 class Scenario(msgspec.Struct, frozen=True):
@@ -52,7 +50,7 @@ SCENARIOS = (
     Scenario(
         "cut mid-stream, then retried",
         "anthropic",
-        ("truncated-mid-tool-input-tail-litellm-pr32159.partial.sse", "text-recorded-fantasy.sse"),
+        ("text-cut-mid-sentence-recorded-fantasy.partial.sse", "text-recorded-fantasy.sse"),
     ),
     Scenario(
         "empty synthesized finish, then retried",
@@ -64,7 +62,7 @@ SCENARIOS = (
         "anthropic",
         (
             "http-429-rate-limit-error-recorded-sdk-python.json",
-            "text-after-429-retries-recorded-sdk-python.sse",
+            "citations-delta-plaintext-document-rig.sse",
         ),
     ),
     Scenario(
@@ -76,14 +74,31 @@ SCENARIOS = (
 
 
 class DemoTurn:
-    """One scenario's turn: where its records live and what the watcher saw."""
+    """One scenario's turn: where its records live, and the story the watcher tells."""
 
-    def __init__(self, settings: Settings, run_id: str, number: int) -> None:
+    def __init__(self, settings: Settings, run_id: str, number: int, stream: TextIO) -> None:
         self.session_id = f"demo-{run_id}-{number}"
         self.turn_id = f"demo-{run_id}-turn-{number}"
         self.keys = Keys(partition_of(self.session_id, settings.partitions), settings.prefix)
-        self.final_state = ""
-        self.done = asyncio.Event()
+        self.story = Story(stream)
+
+
+class Narrator:
+    """The demo producer's waits: each retry's line printed once the watcher has told the
+    attempt it follows, then a wait shortened to keep the demo brisk."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.story: Story | None = None
+
+    async def wait(self, seconds: float) -> None:
+        wait_ms = min(round(seconds * 1000), MAX_WAIT_MS)
+        if self.story is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.story.retry_shown.wait(), TOLD_TIMEOUT_S)
+            self.story.retry_shown.clear()
+            self.story.line(f"producer: retry_scheduled, waiting {wait_ms} ms")
+        await asyncio.sleep(wait_ms / 1000)
 
 
 async def run_demo(
@@ -92,33 +107,30 @@ async def run_demo(
     """Play every scenario against the running workers; returns each turn's final state."""
     run_id = uuid.uuid4().hex[:6]
     producer = Producer.from_settings(redis, settings)
-    runner = TurnRunner(producer, sleep=lambda seconds: _wait(seconds, stream))
+    narrator = Narrator(stream)
+    runner = TurnRunner(producer, sleep=narrator.wait)
     states: dict[str, str] = {}
     try:
         for number, scenario in enumerate(SCENARIOS, start=1):
-            turn = DemoTurn(settings, run_id, number)
+            turn = DemoTurn(settings, run_id, number, stream)
+            narrator.story = turn.story
             print(f"\n[{number}] {scenario.title} ({scenario.provider})", file=stream, flush=True)
-            await _play(redis, runner, scenario, turn, directory or DEMO_DIR, stream)
-            await _print_message(redis, turn, stream)
-            states[scenario.title] = turn.final_state
+            await _play(redis, runner, scenario, turn, directory or DEMO_DIR)
+            await _print_message(redis, turn)
+            states[scenario.title] = turn.story.final_state
     finally:
         await runner.close()
     return states
 
 
 async def _play(
-    redis: Redis,
-    runner: TurnRunner,
-    scenario: Scenario,
-    turn: DemoTurn,
-    directory: Path,
-    stream: TextIO,
+    redis: Redis, runner: TurnRunner, scenario: Scenario, turn: DemoTurn, directory: Path
 ) -> None:
     cursors = {
         turn.keys.transitions: await last_id(redis, turn.keys.transitions),
         turn.keys.session(turn.session_id): START,
     }
-    watcher = asyncio.create_task(_watch(redis, turn, cursors, stream))
+    watcher = asyncio.create_task(_watch(redis, turn, cursors))
     files = [directory / name for name in scenario.files]
     call = TranscriptCall(scenario.provider, files, chunk=4, pace_s=PACE_S)
     with contextlib.suppress(TurnFailed):  # the watcher shows its agent_error
@@ -126,74 +138,39 @@ async def _play(
     await asyncio.wait_for(watcher, TURN_TIMEOUT_S)
 
 
-async def _wait(seconds: float, stream: TextIO) -> None:
-    """The runner's wait before a retry, shortened to keep the demo brisk."""
-    wait_ms = min(round(seconds * 1000), MAX_WAIT_MS)
-    print(f"    producer: retry_scheduled, waiting {wait_ms} ms", file=stream, flush=True)
-    await asyncio.sleep(wait_ms / 1000)
-
-
-async def _watch(redis: Redis, turn: DemoTurn, cursors: dict[str, str], stream: TextIO) -> None:
-    """Print transitions and frames of the turn as they are committed, until it ends."""
-    while not turn.done.is_set():
+async def _watch(redis: Redis, turn: DemoTurn, cursors: dict[str, str]) -> None:
+    """Tell the turn's story as it is committed, until it ends."""
+    while not turn.story.done.is_set():
         # A blocked XREAD returns only the stream that woke it; it is a wake-up call here, and
-        # the read after it takes everything committed so far from both streams.
+        # the read after it takes everything committed so far from both streams: whole commits.
         if await xread(redis, cursors, count=1, block=200):
-            _show_reply(await xread(redis, cursors, count=1000), turn, cursors, stream)
+            reply = await xread(redis, cursors, count=1000)
+            turn.story.tell(_entries(reply, turn, cursors))
 
 
-def _show_reply(
-    reply: StreamReply, turn: DemoTurn, cursors: dict[str, str], stream: TextIO
-) -> None:
-    # Transitions first: a commit's state changes read better before its frames.
-    first = turn.keys.transitions.encode()
-    for key, entries in sorted(reply, key=lambda r: r[0] != first):
+def _entries(reply: StreamReply, turn: DemoTurn, cursors: dict[str, str]) -> list[Entry]:
+    """The turn's transitions and frames in `reply`; moves `cursors` past them."""
+    found: list[Entry] = []
+    for key, entries in reply:
+        name = key.decode()
         for entry_id, fields in entries:
-            cursors[key.decode()] = entry_id.decode()
-            _show(key.decode(), fields[FIELD], turn, stream)
+            cursors[name] = entry_id.decode()
+            if name == turn.keys.transitions:
+                t = msgspec.json.decode(fields[FIELD], type=Transition)
+                found.extend([t] if t.turn_id == turn.turn_id else [])
+            else:
+                found.append(decode_frame(fields[FIELD]))
+    return found
 
 
-def _show(key: str, raw: bytes, turn: DemoTurn, stream: TextIO) -> None:
-    if key == turn.keys.transitions:
-        t = msgspec.json.decode(raw, type=Transition)
-        if t.turn_id == turn.turn_id:
-            print(
-                f"    step {t.step} attempt {t.attempt}: {t.source} -> {t.dest}  ({t.trigger})",
-                file=stream,
-                flush=True,
-            )
-            if t.dest in ("finished", "failed", "cancelled"):
-                turn.final_state = t.dest
-        return
-    _show_frame(decode_frame(raw), turn, stream)
-
-
-def _show_frame(frame: SessionUpdate, turn: DemoTurn, stream: TextIO) -> None:
-    line = ""
-    if isinstance(frame, AttemptDiscarded):
-        line = (
-            f"attempt {frame.attempt} discarded ({frame.reason}): drop {len(frame.part_ids)} parts"
-        )
-    elif isinstance(frame, Retrying):
-        line = f"retrying as attempt {frame.attempt} in {frame.delay_ms} ms: {frame.reason}"
-    elif isinstance(frame, AgentError):
-        e = frame.error
-        line = f"agent_error {e.type} (retryable={e.retryable}): {e.message}"
-    elif isinstance(frame, TurnFinished):
-        line = f"turn_finished: {frame.stopReason}"
-    if line:
-        print(f"    {line}", file=stream, flush=True)
-    if isinstance(frame, TurnFinished | AgentError):
-        turn.done.set()
-
-
-async def _print_message(redis: Redis, turn: DemoTurn, stream: TextIO) -> None:
+async def _print_message(redis: Redis, turn: DemoTurn) -> None:
+    story = turn.story
     raw = await redis.hget(turn.keys.messages(turn.session_id), f"msg-{turn.turn_id}")
     if raw:
         message = decode_message(raw)
         text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
-        print(f"    message: {_clip(text)!r}", file=stream)
-    print(f"    final state: {turn.final_state}", file=stream, flush=True)
+        story.line(f"message: {_clip(text)!r}")
+    story.line(f"final state: {story.final_state}")
 
 
 def _clip(text: str, width: int = 100) -> str:

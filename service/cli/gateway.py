@@ -11,6 +11,12 @@ from typing import Final
 DEFAULT_HTTP: Final = "127.0.0.1:8080"
 DEFAULT_TTL_S: Final = 3600
 MAX_TTL_S: Final = 365 * 24 * 3600  # a longer-lived credential is a key: rotate keys instead
+KEYS_HELP: Final = (
+    "the token keys: TERMINUS_TOKEN_SECRETS, else TERMINUS_TOKEN_KEYS_FILE, else "
+    "TERMINUS_TOKEN_SECRET, else the file token-keys in the state directory (TERMINUS_STATE_DIR, "
+    "else $XDG_STATE_HOME/terminus, else ~/.local/state/terminus), made on first use and "
+    "announced on stderr; never the working directory"
+)
 
 
 def host_port(text: str) -> tuple[str, int]:
@@ -65,7 +71,7 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "gateway",
         help="the HTTP gateway alone: session updates over SSE, messages, turns, health",
         description="Serves the ASGI app of service/gateway/routes.py with uvicorn. Tokens are "
-        "checked against TERMINUS_TOKEN_SECRET, else the secret kept in ./var/token-secret.",
+        f"checked against {KEYS_HELP}.",
     )
     gateway.add_argument(
         "--http",
@@ -78,8 +84,7 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     token = sub.add_parser(
         "token",
         help="mint an access token for one session (or --admin) and print it",
-        description="Signed with TERMINUS_TOKEN_SECRET, else the secret kept in "
-        "./var/token-secret (created on first use), as the gateway checks it.",
+        description=f"Signed with the current key of {KEYS_HELP}, as the gateway checks it.",
     )
     token.add_argument("session", nargs="?", default=None, metavar="SESSION")
     token.add_argument("--admin", action="store_true", help="an operator token")

@@ -22,6 +22,7 @@ from typing import Final
 
 from terminus.service.cli.demo import run_demo
 from terminus.service.cli.lifeline import child_env, die_with_parent
+from terminus.service.gateway.tokens import TokenError, local_keyring
 from terminus.service.redaction import redacted_url
 from terminus.service.redis.connect import connect
 from terminus.service.redis.embedded import LOCAL_URL, EmbeddedRedis, can_bind, ensure_redis
@@ -92,6 +93,8 @@ def run_service(
 ) -> int:
     """The main job; returns the exit code. Ctrl-C (SIGINT) or SIGTERM stop it cleanly."""
     signal.signal(signal.SIGTERM, _raise_interrupt)
+    if http is not None:
+        _token_keys()
     url, server = ensure_redis(settings, DATA_DIR, embedded=embedded, preexec=die_with_parent())
     extra = []
     if http is not None and can_bind(http[1], http[0]):
@@ -144,6 +147,16 @@ async def _demo(url: str, settings: Settings) -> None:
         await redis.aclose()
     summary = ", ".join(f"{title}: {state}" for title, state in states.items())
     print(f"\ndemo complete. {summary}", flush=True)
+
+
+def _token_keys() -> None:
+    """Read (or make, and announce) the gateway's token keys here, before the demo's first line
+    and before any gateway process: a bad key setting stops the run with one line rather than
+    a gateway that dies at every restart."""
+    try:
+        local_keyring(os.environ)
+    except TokenError as exc:
+        raise SystemExit(f"terminus run: {exc}") from None
 
 
 def _where(url: str, server: EmbeddedRedis | None) -> str:

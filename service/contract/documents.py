@@ -8,7 +8,13 @@ from typing import Any, Final
 import msgspec
 
 from terminus.events.inbound import InboundEvent
-from terminus.events.outbound import PartialRecord, PersistedMessage, ProducerCommand, SessionUpdate
+from terminus.events.outbound import (
+    PartialRecord,
+    PersistedMessage,
+    ProducerCommand,
+    SessionUpdate,
+    TurnStatus,
+)
 from terminus.service.contract.asyncapi import asyncapi
 from terminus.service.contract.bodies import OPENAPI_TYPES
 from terminus.service.contract.openapi import openapi
@@ -23,6 +29,7 @@ TYPES: Final[Types] = {
     "command": ProducerCommand,
     "message": PersistedMessage,
     "partial": PartialRecord,
+    "turn-status": TurnStatus,
 }
 # The unions, which have no name of their own, under these names in components.schemas (a
 # Struct is there under its own name).
@@ -30,6 +37,7 @@ ROOT_NAMES: Final = {
     "inbound-event": "InboundEvent",
     "frame": "SessionUpdate",
     "command": "ProducerCommand",
+    "turn-status": "TurnStatus",
 }
 TITLES: Final = {
     "inbound-event": "An event a producer appends to terminus:{p}:in (field e)",
@@ -37,6 +45,7 @@ TITLES: Final = {
     "command": "What a producer must act on, from terminus:{p}:commands (field e)",
     "message": "A persisted assistant message (terminus:{p}:messages:<sid>)",
     "partial": "A failed attempt's content, kept for inspection (terminus:{p}:partials:<sid>)",
+    "turn-status": "What a frontend's LiveSession (both SDKs) says of a turn",
 }
 
 

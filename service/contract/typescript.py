@@ -1,6 +1,6 @@
 """TypeScript declarations generated from the published JSON Schema (the TypeScript client's
 `src/contract.ts`): one interface per object schema, one type per union, for the frames, the
-commands and the persisted message a frontend reads.
+commands and the persisted message a frontend reads, and the status its live view gives a turn.
 
 Written here rather than with json-schema-to-typescript, which cannot follow msgspec's `$defs`
 of a schema whose root is a `$ref`. The mapping is small: objects, `anyOf`, `enum`, arrays,
@@ -23,7 +23,7 @@ SCALARS: Final = {
     "boolean": "boolean",
     "null": "null",
 }
-EXPORTED: Final = ("SessionUpdate", "ProducerCommand", "PersistedMessage")
+EXPORTED: Final = ("SessionUpdate", "ProducerCommand", "PersistedMessage", "TurnStatus")
 
 
 def typescript(schemas: Mapping[str, Any]) -> bytes:

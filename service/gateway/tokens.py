@@ -12,29 +12,33 @@ clock.
 Keys (`Keyring`): the first is current and signs new tokens; the others are still accepted, so a
 key can be rotated without invalidating every token at once, and retired (removed) to refuse the
 tokens it signed before they expire. `TERMINUS_TOKEN_SECRETS="new:SECRET,old:SECRET"` (or
-`TERMINUS_TOKEN_KEYS_FILE`, one `id:secret` per line) names them. A single secret
-(`TERMINUS_TOKEN_SECRET`, else the random one `local_keyring` keeps in `./var/token-secret` beside
-the embedded Redis data, so that `terminus run` and `terminus token` on one machine agree) is the
-key `default`. Tokens minted before key ids existed (`v1.<scope>.<expires>.<signature>`) are
-verified against every accepted key: they keep working until the secret that signed them is no
-longer in the ring.
+`TERMINUS_TOKEN_KEYS_FILE`, one `id:secret` per line) names them; a single secret
+(`TERMINUS_TOKEN_SECRET`) is the key `default`. With none of the three, `local_keyring` reads the
+keys file of the state directory (`keystore.py`), made with one random key on first use, so that
+`terminus run`, `terminus gateway` and `terminus token` of one user agree wherever they run.
+Tokens minted before key ids existed (`v1.<scope>.<expires>.<signature>`) are verified against
+every accepted key: they keep working until the secret that signed them is no longer in the ring.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import hashlib
 import hmac
-import os
 import re
-import secrets
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final, NamedTuple
 
 from terminus.service import TerminusError
+from terminus.service.gateway.keystore import (
+    DEFAULT_KEY_ID,
+    StateDirError,
+    ensure_keys_file,
+    keys_file,
+)
 
 VERSION: Final = "v2"
 LEGACY: Final = "v1"  # no key id: verified against every accepted key
@@ -43,9 +47,7 @@ SESSION_PREFIX: Final = "s-"
 SECRET_VAR: Final = "TERMINUS_TOKEN_SECRET"
 SECRETS_VAR: Final = "TERMINUS_TOKEN_SECRETS"
 KEYS_FILE_VAR: Final = "TERMINUS_TOKEN_KEYS_FILE"
-SECRET_FILE: Final = Path("var") / "token-secret"
 MIN_SECRET_BYTES: Final = 16
-DEFAULT_KEY_ID: Final = "default"
 KEY_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 
@@ -141,20 +143,39 @@ def _grant(scope: str, expires_text: str, now: float) -> Grant:
     return Grant(session, expires)
 
 
-def local_keyring(env: Mapping[str, str], path: Path = SECRET_FILE) -> Keyring:
-    """The keys: `TERMINUS_TOKEN_SECRETS`, else `TERMINUS_TOKEN_KEYS_FILE`, else one secret
-    (`local_secret`) as the key `default`."""
+def local_keyring(env: Mapping[str, str], announce: Callable[[str], None] | None = None) -> Keyring:
+    """The keys: `TERMINUS_TOKEN_SECRETS`, else the file `TERMINUS_TOKEN_KEYS_FILE` names, else
+    `TERMINUS_TOKEN_SECRET` as the key `default`, else the state directory's keys file, made
+    (and `announce`d, by default on stderr) if absent. Never anything in the working directory."""
     if env.get(SECRETS_VAR):
         return Keyring(_parse_keys(env[SECRETS_VAR].split(","), SECRETS_VAR))
     if env.get(KEYS_FILE_VAR):
-        keys_file = Path(env[KEYS_FILE_VAR])
-        try:
-            lines = keys_file.read_text().splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TokenError(f"{KEYS_FILE_VAR}: cannot read {keys_file}: {exc}") from None
-        kept = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
-        return Keyring(_parse_keys(kept, str(keys_file)))
-    return Keyring.of(local_secret(env, path))
+        return _read_keys_file(Path(env[KEYS_FILE_VAR]), KEYS_FILE_VAR)
+    given = env.get(SECRET_VAR)
+    if given:
+        if len(given.encode()) < MIN_SECRET_BYTES:
+            raise TokenError(f"{SECRET_VAR} must be at least {MIN_SECRET_BYTES} bytes")
+        return Keyring.of(given.encode())
+    try:
+        path = keys_file(env)
+    except StateDirError as exc:
+        raise TokenError(str(exc)) from None
+    ensure_keys_file(path, announce or _to_stderr)
+    return _read_keys_file(path, str(path))
+
+
+def _read_keys_file(path: Path, name: str) -> Keyring:
+    """The keys of an `id:secret` file (`#` comments, blank lines skipped), named `name`."""
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenError(f"{name}: cannot read {path}: {exc}") from None
+    kept = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    return Keyring(_parse_keys(kept, str(path)))
+
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _parse_keys(items: list[str], where: str) -> dict[str, bytes]:
@@ -168,40 +189,6 @@ def _parse_keys(items: list[str], where: str) -> dict[str, bytes]:
             raise TokenError(f"{where}: key id {key_id!r} is given twice")
         keys[key_id] = secret.strip().encode()
     return keys
-
-
-def local_secret(env: Mapping[str, str], path: Path = SECRET_FILE) -> bytes:
-    """`TERMINUS_TOKEN_SECRET`, else the secret kept in `path` (created, mode 0600, if absent)."""
-    given = env.get(SECRET_VAR)
-    if given:
-        if len(given.encode()) < MIN_SECRET_BYTES:
-            raise TokenError(f"{SECRET_VAR} must be at least {MIN_SECRET_BYTES} bytes")
-        return given.encode()
-    if not path.exists():
-        _create_secret(path)
-    secret = path.read_text().strip().encode()
-    if len(secret) < MIN_SECRET_BYTES:
-        raise TokenError(f"{path} must hold at least {MIN_SECRET_BYTES} bytes of secret")
-    return secret
-
-
-def _create_secret(path: Path) -> None:
-    """Write a new secret to `path` unless another process did first. The secret is written whole
-    to a file of its own and then linked into place, so no process ever reads `path` half written
-    (with O_EXCL on `path` itself, a process that lost the race read an empty key and accepted
-    tokens signed with it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w") as out:
-            out.write(secrets.token_urlsafe(32))
-            out.flush()
-            os.fsync(out.fileno())
-        with contextlib.suppress(FileExistsError):  # another process linked its own first
-            os.link(staging, path)
-    finally:
-        staging.unlink(missing_ok=True)
 
 
 def _sign(secret: bytes, body: str) -> str:

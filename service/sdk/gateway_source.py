@@ -13,7 +13,7 @@ import email.utils
 import time
 from collections.abc import AsyncGenerator
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import httpx
@@ -24,6 +24,7 @@ from terminus.service.sdk.updates import (
     Interrupted,
     SubscriptionDenied,
     SubscriptionRefused,
+    UnknownFrames,
     Update,
     decoded,
 )
@@ -37,13 +38,15 @@ class GatewaySource:
 
     Pass `client` to share connection pools, proxies or TLS settings (it is not closed here);
     otherwise each connection gets its own client, whose read timeout `read_timeout_s` (above
-    the gateway's 15 s pings) detects a connection that went silent.
+    the gateway's 15 s pings) detects a connection that went silent. Frames of a kind this SDK
+    does not know are passed over and counted in `unknown_frames`.
     """
 
     base_url: str
     token: str
     client: httpx.AsyncClient | None = None
     read_timeout_s: float = 45.0
+    unknown_frames: UnknownFrames = field(default_factory=UnknownFrames, compare=False)
 
     async def read(self, session_id: str, after: str | None) -> AsyncGenerator[Update, None]:
         url = f"{self.base_url.rstrip('/')}/v1/sessions/{quote(session_id, safe='')}/updates"
@@ -59,8 +62,9 @@ class GatewaySource:
                 async for sse in events.aiter_sse():
                     # httpx-sse dispatches a blank line after a comment ping as an event with
                     # the last id and no data; the spec says to dispatch nothing.
-                    if sse.data:
-                        yield decoded(sse.id, sse.data)
+                    update = decoded(sse.id, sse.data, self.unknown_frames) if sse.data else None
+                    if update is not None:
+                        yield update
         except (httpx.TransportError, SSEError) as exc:
             raise Interrupted(repr(exc)) from exc
 

@@ -5,6 +5,9 @@
 exactly the parts that frame lists, of that step and attempt only, so a retry that reuses a part
 id, or an earlier step, keeps its text. `text(turn_id)` is then the text of the parts still kept,
 in the order they started: once the turn is finished it equals the persisted message's text.
+A turn's status ends `finished`, `cancelled` (a `turn_finished` whose stop reason is `cancelled`:
+the producer or a user stopped it) or `failed`; `TurnStatus` is in the published contract
+(docs/contract), which the TypeScript `LiveSession` takes its values from.
 An update at or before the last applied cursor is skipped, so feeding one twice is harmless.
 """
 
@@ -27,11 +30,11 @@ from terminus.events.outbound import (
     ToolCallUpdate,
     ToolStatus,
     TurnFinished,
+    TurnStatus,
 )
 from terminus.service.sdk.updates import Update, cursor_after
 
 PartKind = Literal["text", "reasoning", "tool"]
-TurnStatus = Literal["streaming", "retrying", "finished", "failed"]
 PartKey = tuple[int, int, str]  # step, attempt, part id (a tool call's id for a tool)
 
 
@@ -133,7 +136,8 @@ def _fold(turn: LiveTurn, frame: SessionUpdate) -> None:
         case AgentError():
             turn.status, turn.error = "failed", frame.error
         case TurnFinished():
-            turn.status, turn.stop_reason = "finished", frame.stopReason
+            turn.status = "cancelled" if frame.stopReason == "cancelled" else "finished"
+            turn.stop_reason = frame.stopReason
         case _:
             assert_never(frame)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from redis import exceptions as rx
@@ -14,7 +14,13 @@ from redis.asyncio import Redis
 
 from terminus.service.keys import DEFAULT_PREFIX, FIELD, START, keys_for_session
 from terminus.service.redis.replies import StreamReply, xread
-from terminus.service.sdk.updates import Interrupted, SubscriptionDenied, Update, decoded
+from terminus.service.sdk.updates import (
+    Interrupted,
+    SubscriptionDenied,
+    UnknownFrames,
+    Update,
+    decoded,
+)
 
 READ_COUNT: Final = 512
 
@@ -22,12 +28,14 @@ READ_COUNT: Final = 512
 @dataclass(frozen=True)
 class RedisSource:
     """Reads the session stream with XREAD BLOCK on a `redis.asyncio.Redis` client (bytes
-    replies, the default), under the deployment's `partitions` and key `prefix`."""
+    replies, the default), under the deployment's `partitions` and key `prefix`. Frames of a
+    kind this SDK does not know are passed over and counted in `unknown_frames`."""
 
     redis: Redis
     partitions: int = 16
     prefix: str = DEFAULT_PREFIX
     block_ms: int = 1000
+    unknown_frames: UnknownFrames = field(default_factory=UnknownFrames, compare=False)
 
     async def read(self, session_id: str, after: str | None) -> AsyncGenerator[Update, None]:
         key = keys_for_session(session_id, self.partitions, self.prefix).session(session_id)
@@ -35,9 +43,10 @@ class RedisSource:
         while True:
             for _, entries in await self._xread(key, last):
                 for entry_id, fields in entries:
-                    update = decoded(entry_id.decode(), fields.get(FIELD, b""))
-                    last = update.cursor
-                    yield update
+                    last = entry_id.decode()
+                    update = decoded(last, fields.get(FIELD, b""), self.unknown_frames)
+                    if update is not None:
+                        yield update
 
     async def _xread(self, key: str, last: str) -> StreamReply:
         try:

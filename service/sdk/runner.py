@@ -293,6 +293,7 @@ async def _first(*futures: asyncio.Future[Any]) -> None:
 __all__ = [
     "Attempt",
     "NoDecision",
+    "PersistedMessage",  # what `run_turn` returns
     "ProviderCall",
     "RequestedTool",
     "ToolOutcome",

@@ -1,12 +1,16 @@
-"""What the subscriber SDK's parts share: the `Update` it yields, its errors, the `Source` port.
+"""What the subscriber SDK's parts share: the `Update` it yields, its errors, the `Source` port,
+and `UnknownFrames`, which passes over the frames of a kind a newer server added.
 
-See `terminus.service.sdk.subscriber` for the contract and the error tree.
+See `terminus.service.sdk.subscriber` for the contract and the error tree, and docs/schema.md for
+the versioning rule of frames: fields and kinds are added, never changed, so a reader ignores a
+field it does not know and passes over a frame of a kind it does not know.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from typing import Final, NamedTuple, Protocol
+import logging
+from collections.abc import AsyncGenerator, Callable
+from typing import Final, NamedTuple, Protocol, get_args
 
 import msgspec
 
@@ -15,6 +19,9 @@ from terminus.events.outbound import SessionUpdate
 from terminus.service import TerminusError
 
 UNDECODABLE: Final = (CodecError, msgspec.MsgspecError, KeyError, UnicodeDecodeError)
+KINDS: Final = frozenset(str(t.__struct_config__.tag) for t in get_args(SessionUpdate))
+
+log = logging.getLogger("terminus.sdk")
 
 
 class Update(NamedTuple):
@@ -81,18 +88,69 @@ class Source(Protocol):
     def read(self, session_id: str, after: str | None) -> AsyncGenerator[Update, None]: ...
 
 
+class UnknownFrames:
+    """The frames of a kind this SDK does not know (a newer server's), passed over: counted per
+    kind in `counts`, and each kind reported once, the first time, through `report(kind,
+    cursor)` (default: one warning on the `terminus.sdk` logger). A frame read again after a
+    resume is not counted twice."""
+
+    def __init__(self, report: Callable[[str, str], None] | None = None) -> None:
+        self.report = report or _warn
+        self.counts: dict[str, int] = {}
+        self.last: str | None = None  # the newest cursor counted
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def pass_over(self, kind: str, cursor: str) -> None:
+        """Count the frame of `kind` at `cursor`; report `kind` if it is new."""
+        if self.last is not None and not cursor_after(cursor, self.last):
+            return
+        self.last = cursor
+        seen = kind in self.counts
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        if not seen:
+            self.report(kind, cursor)
+
+
+def _warn(kind: str, cursor: str) -> None:
+    log.warning(
+        "passing over frames of kind %r (first at %s): a newer server's; upgrade the SDK to "
+        "read them",
+        kind,
+        cursor,
+    )
+
+
 def frame_at(cursor: str, raw: bytes | str) -> SessionUpdate:
     """The frame stored as `raw` at stream id `cursor`, with its `cursor` set; raises what the
     decoder raises. Every reader of a session stream makes its frames here."""
     return msgspec.structs.replace(decode_frame(raw), cursor=cursor)
 
 
-def decoded(cursor: str, raw: bytes | str) -> Update:
-    """The frame stored as `raw` at `cursor`, or `UnreadableFrame`."""
+def decoded(cursor: str, raw: bytes | str, unknown: UnknownFrames) -> Update | None:
+    """The frame stored as `raw` at `cursor`; None, once `unknown` has counted it, for a frame
+    of a kind this SDK does not know; `UnreadableFrame` for anything else that does not decode
+    (not a JSON object, no kind, a known kind without its fields)."""
     try:
         return Update(cursor, frame_at(cursor, raw))
     except UNDECODABLE as exc:
-        raise UnreadableFrame(cursor, str(exc)) from exc
+        kind = _unknown_kind(raw)
+        if kind is None:
+            raise UnreadableFrame(cursor, str(exc)) from exc
+    unknown.pass_over(kind, cursor)
+    return None
+
+
+def _unknown_kind(raw: bytes | str) -> str | None:
+    """The `sessionUpdate` of `raw` if it is a JSON object of a kind not in `KINDS`."""
+    try:
+        document = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    kind = document.get("sessionUpdate") if isinstance(document, dict) else None
+    return kind if isinstance(kind, str) and kind and kind not in KINDS else None
 
 
 def cursor_after(a: str, b: str) -> bool:

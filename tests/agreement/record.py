@@ -5,14 +5,17 @@
 Each sequence is what the gateway sends a session (`id:` and `data:` of each event): the frames
 `terminus simulate` folds from recorded provider transcripts (the workers' own core), with
 stream ids as cursors. Some sessions hold several turns, and some a resume that re-delivers
-frames already seen, as a client that resumes from an older cursor gets them.
+frames already seen, as a client that resumes from an older cursor gets them. One turn is stopped
+by its user mid-answer (transcripts/stopped-by-user.jsonl). One session is what a newer server
+would send: a frame kind this build does not know between the frames, and a field it does not
+know on every frame (docs/schema.md, "Frames").
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from terminus.events.codec import encode_json
 from terminus.events.outbound import SessionUpdate
@@ -55,8 +58,15 @@ SESSIONS: Final[dict[str, list[tuple[str, list[Path]]]]] = {
         ),
         ("openai-chat", [STREAMS / "openai-chat/tool-calls-usage-done-recorded-fantasy.sse"]),
     ],
+    "stopped-then-asked-again": [
+        ("anthropic", [Path(__file__).parent / "transcripts" / "stopped-by-user.jsonl"]),
+        ("anthropic", [A / "text-recorded-fantasy.sse"]),
+    ],
 }
-RESUMED: Final = {"cut-then-retried": 5, "two-turns": 9}  # replay from this many events back
+# session -> the session whose frames a newer server sends it, with a kind and a field added
+FUTURE: Final = {"from-a-newer-server": "stopped-then-asked-again"}
+FUTURE_KIND: Final = "usage_forecast"
+RESUMED: Final = {"cut-then-retried": 5, "two-turns": 9, "from-a-newer-server": 6}
 
 
 def frames(session: str) -> list[SessionUpdate]:
@@ -67,11 +77,25 @@ def frames(session: str) -> list[SessionUpdate]:
     return found
 
 
+def from_the_future(session: str) -> list[dict[str, Any]]:
+    """The frames of `session` with a field no build knows yet on each, and after every third
+    one a frame of a kind no build knows yet."""
+    found: list[dict[str, Any]] = []
+    for n, frame in enumerate(frames(session)):
+        found.append({**json.loads(encode_json(frame)), "confidence": 0.5})
+        if n % 3 == 2:
+            ids = {"session_id": frame.session_id, "turn_id": frame.turn_id, "cursor": None}
+            found.append({"sessionUpdate": FUTURE_KIND, **ids, "tokens_left": 100 * n})
+    return found
+
+
 def sequence(session: str) -> list[dict[str, str]]:
-    events = [
-        {"cursor": f"1764000000000-{n}", "data": encode_json(frame).decode()}
-        for n, frame in enumerate(frames(session))
-    ]
+    written = (
+        [json.dumps(f, separators=(",", ":")) for f in from_the_future(FUTURE[session])]
+        if session in FUTURE
+        else [encode_json(frame).decode() for frame in frames(session)]
+    )
+    events = [{"cursor": f"1764000000000-{n}", "data": data} for n, data in enumerate(written)]
     back = RESUMED.get(session)
     if back:  # a client resumed from an older cursor: what it already had comes again
         events = events[: len(events) - back // 2] + events[-back:]
@@ -79,7 +103,7 @@ def sequence(session: str) -> list[dict[str, str]]:
 
 
 def main() -> None:
-    for session in SESSIONS:
+    for session in [*SESSIONS, *FUTURE]:
         path = SEQUENCES / f"{session}.jsonl"
         path.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in sequence(session)))
         view = python_view(path)

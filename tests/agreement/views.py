@@ -10,7 +10,7 @@ from typing import Any, Final
 import msgspec
 
 from terminus.service.sdk.live import LiveSession
-from terminus.service.sdk.updates import decoded
+from terminus.service.sdk.updates import UnknownFrames, decoded
 
 HERE: Final = Path(__file__).parent
 SEQUENCES: Final = HERE / "sequences"
@@ -58,8 +58,11 @@ def view_of(session: LiveSession) -> dict[str, Any]:
 
 
 def python_view(path: Path) -> dict[str, Any]:
-    """What the Python `LiveSession` shows after every event of the sequence, applied in order."""
-    session = LiveSession()
+    """What the Python `LiveSession` shows after every event of the sequence, applied in order,
+    and the frames of kinds it does not know that it passed over, per kind."""
+    session, unknown = LiveSession(), UnknownFrames(report=lambda kind, cursor: None)
     for cursor, data in read_sequence(path):
-        session.apply(decoded(cursor, data))
-    return view_of(session)
+        update = decoded(cursor, data, unknown)
+        if update is not None:
+            session.apply(update)
+    return {**view_of(session), "unknown_frames": unknown.counts}

@@ -27,47 +27,96 @@ from tests.support.polling import until
 PARTITIONS: Final = 4
 DEADLINE_S: Final = 30.0
 
-# Each scenario's block of output must show these lines, in this order.
+OLA: Final = 'Olá! (That\'s "hi" in Portuguese)\n\nYou could also say "Oi!" which is a'
+OLA_SHOWN: Final = OLA.replace("\n", "⏎")
+OLA_MESSAGE: Final = (
+    'message: \'Olá! (That\\\'s "hi" in Portuguese)\\n\\nYou could also say "Oi!" which is a more '
+    "casual way to say hi in …'"
+)
+OLA_STREAMED: Final = OLA_SHOWN + " more casual way to say hi in Portuguese."
+RUST: Final = "Rust focuses on three goals: **safety**, **speed**, and **concurrency**."
+RETRY_WHY: Final = "    why: the provider answered with an error instead of an answer"
+
+
+def proven(attempt: int, text: str) -> list[str]:
+    """The lines of an attempt that streams `text` and ends with the provider's proof."""
+    return [
+        f"attempt {attempt} streams text: {text}",
+        f"step 1 attempt {attempt}: streaming -> awaiting_terminal  (finish_step)",
+        f"step 1 attempt {attempt}: awaiting_terminal -> finished  (prove)",
+        "turn_finished: end_turn",
+    ]
+
+
+def retried(attempt: int, reason: str, detail: str = "") -> list[str]:
+    """The lines from the announcement of retry `attempt` to its start."""
+    return [
+        f"retrying as attempt {attempt} in N ms: {reason}{detail}",
+        "producer: retry_scheduled, waiting N ms",
+        f"step 1 attempt {attempt}: retrying -> streaming  (start_attempt)",
+    ]
+
+
+START: Final = "step 1 attempt 1: pending -> streaming  (start_attempt)"
+# Each scenario's block of output, every line in this order and no other (delays as N ms).
 SCENARIOS: Final = {
     "[1] complete answer (anthropic)": [
-        "step 1 attempt 1: pending -> streaming  (start_attempt)",
-        "step 1 attempt 1: streaming -> awaiting_terminal  (finish_step)",
-        "step 1 attempt 1: awaiting_terminal -> finished  (prove)",
-        "turn_finished: end_turn",
-        "message: 'Olá!",
+        START,
+        *proven(1, OLA_STREAMED),
+        OLA_MESSAGE,
         "final state: finished",
     ],
     "[2] cut mid-stream, then retried (anthropic)": [
+        START,
+        f"attempt 1 streams text: {OLA_SHOWN}",
         "step 1 attempt 1: streaming -> truncated  (truncate)",
         "step 1 attempt 1: truncated -> retrying  (schedule_retry)",
-        "attempt 1 discarded (missing_terminal)",
-        "retrying as attempt 2 in ",
-        "step 1 attempt 2: retrying -> streaming  (start_attempt)",
-        "step 1 attempt 2: awaiting_terminal -> finished  (prove)",
-        "turn_finished: end_turn",
+        "attempt 1 discarded (missing_terminal): its 69 streamed characters leave every screen",
+        f"    withdrawn: {OLA!r}",
+        "    why: the stream closed before the provider's own end-of-answer event, so nothing "
+        "proves the text was the whole answer",
+        *retried(2, "missing_terminal"),
+        *proven(2, OLA_STREAMED),
+        OLA_MESSAGE,
         "final state: finished",
     ],
     "[3] empty synthesized finish, then retried (openai-chat)": [
+        START,
         "step 1 attempt 1: streaming -> truncated  (truncate)",
-        "attempt 1 discarded (empty_other)",
-        "retrying as attempt 2 in ",
-        "step 1 attempt 2: awaiting_terminal -> finished  (prove)",
+        "step 1 attempt 1: truncated -> retrying  (schedule_retry)",
+        "attempt 1 discarded (empty_other): nothing had streamed",
+        "    why: the stream ended with a finish the SDK made up (reason `other`, no output "
+        "tokens), not one the provider sent",
+        *retried(2, "empty_other"),
+        *proven(2, "Olá!"),
         "message: 'Olá!'",
         "final state: finished",
     ],
     "[4] rate limited, then complete (anthropic)": [
+        START,
         "step 1 attempt 1: streaming -> retrying  (retry_error)",
-        "attempt 1 discarded (rate_limit)",
-        "retrying as attempt 2 in ",
-        "step 1 attempt 2: awaiting_terminal -> finished  (prove)",
-        "message: '[12345,67890]'",
+        "attempt 1 discarded (rate_limit): nothing had streamed",
+        RETRY_WHY,
+        *retried(
+            2,
+            "rate_limit",
+            " (This request would exceed your organization's rate limit of 20,000,000 prompt bytes "
+            "per hour (org: …)",
+        ),
+        *proven(2, RUST),
+        f"message: {RUST!r}",
         "final state: finished",
     ],
     "[5] overloaded until failure (anthropic)": [
+        START,
         "step 1 attempt 1: streaming -> retrying  (retry_error)",
-        "retrying as attempt 2 in ",
+        "attempt 1 discarded (provider_unavailable): nothing had streamed",
+        RETRY_WHY,
+        *retried(2, "provider_unavailable", " (Overloaded)"),
         "step 1 attempt 2: streaming -> retrying  (retry_error)",
-        "retrying as attempt 3 in ",
+        "attempt 2 discarded (provider_unavailable): nothing had streamed",
+        RETRY_WHY,
+        *retried(3, "provider_unavailable", " (Overloaded)"),
         "step 1 attempt 3: streaming -> failed  (fail)",
         "agent_error provider_unavailable (retryable=True): Overloaded",
         "final state: failed",
@@ -169,28 +218,19 @@ async def exited(process: Process) -> int:
     return await asyncio.wait_for(process.wait(), DEADLINE_S)
 
 
-def in_order(text: str, expected: list[str]) -> list[str]:
-    """The expected lines missing from `text`, or found out of order."""
-    missing, at = [], 0
-    for line in expected:
-        found = text.find(line, at)
-        if found < 0:
-            missing.append(line)
-        else:
-            at = found + len(line)
-    return missing
-
-
-def blocks(stdout: str) -> dict[str, str]:
-    """The output of each scenario, by its heading line (`[n] title (provider)`)."""
-    found: dict[str, str] = {}
+def blocks(stdout: str) -> dict[str, list[str]]:
+    """The lines of each scenario, by its heading line (`[n] title (provider)`), without their
+    indent, each number of milliseconds written N."""
+    found: dict[str, list[str]] = {}
     heading = None
     for line in stdout.splitlines():
         if re.match(r"\[\d+\] ", line):
             heading = line
-            found[heading] = ""
-        elif heading is not None:
-            found[heading] += line + "\n"
+            found[heading] = []
+        elif line.startswith("demo complete."):
+            heading = None
+        elif heading is not None and line.strip():
+            found[heading].append(re.sub(r"\d+ ms", "N ms", line.removeprefix("    ")))
     return found
 
 
@@ -201,8 +241,8 @@ async def test_run_demo_once_plays_every_scenario(terminus: Terminus) -> None:
     assert status == 0, stderr
     found = blocks(stdout)
     assert list(found) == list(SCENARIOS)
-    problems = {title: in_order(found[title], lines) for title, lines in SCENARIOS.items()}
-    assert {title: lines for title, lines in problems.items() if lines} == {}
+    for title, lines in SCENARIOS.items():
+        assert found[title] == lines, title
     assert stdout.count("agent_error") == 1
     assert stdout.count("final state: finished") == 4
     assert "overloaded until failure: failed" in stdout.splitlines()[-1]

@@ -21,7 +21,7 @@ from serving import running_worker, serving
 from terminus.events.outbound import AttemptDiscarded, TurnFinished
 from terminus.service.gateway.routes import create_gateway
 from terminus.service.gateway.tokens import mint
-from terminus.service.keys import keys_for_session
+from terminus.service.keys import keys_for_session, partition_of
 from terminus.service.redis.replies import xrange
 from terminus.service.sdk.callers import anthropic
 from terminus.service.sdk.producer import Producer
@@ -115,6 +115,37 @@ async def test_a_cancel_is_refused_when_it_cannot_apply(
     assert answer.status_code == status, answer.text
     keys = keys_for_session(session, PARTITIONS, served.settings.prefix)
     assert await served.redis.xlen(keys.dead) == 0, "nothing was published to dead-letter"
+
+
+def neighbour(session: str) -> str:
+    """Another session in the same partition as `session`: the one place a turn id alone could
+    reach another session's turn."""
+    home = partition_of(session, PARTITIONS)
+    return next(f"s-n{n}" for n in range(1000) if partition_of(f"s-n{n}", PARTITIONS) == home)
+
+
+async def test_a_session_cannot_cancel_a_turn_of_its_partition_neighbour(served: Served) -> None:
+    session, turn = "s-victim", "t-victim"
+    other = neighbour(session)
+    async with fake_provider([Reply(200, HALF, SSE, hold=True)]) as provider:
+        call = anthropic("key", "claude-x", {"max_tokens": 64}, base_url=provider.url)
+        running = asyncio.create_task(served.runner.run_turn(session, turn, call))
+        await until(lambda: streaming(served, session, turn), "the answer streaming")
+        async with httpx.AsyncClient(base_url=served.base) as client:
+            url = f"/v1/sessions/{other}/turns/{turn}/cancel"
+            answer = await client.post(url, headers=token(other))
+        assert answer.status_code == 404, answer.text
+        assert not running.done(), "the victim's turn went on"
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+    frames = await session_updates(
+        served.redis, session, partitions=PARTITIONS, prefix=served.settings.prefix
+    )
+    assert not [f for f in frames if isinstance(f, TurnFinished)], "nothing ended the turn"
+    keys = keys_for_session(other, PARTITIONS, served.settings.prefix)
+    inbound = [fields[b"e"] for _, fields in await xrange(served.redis, keys.inbound)]
+    assert not [e for e in inbound if b"turn-cancelled" in e], "no cancel was published"
 
 
 async def terminus(*args: str) -> tuple[int, str, str]:

@@ -5,14 +5,18 @@ or `statemachines` that would collide with a platform's own packages."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
+import warnings
 import zipfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 import pytest
+from pip._vendor.pyproject_hooks import BuildBackendHookCaller, quiet_subprocess_runner
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 HOMES: Final = {"service": "terminus/service", "events": "terminus/events"} | {
@@ -52,18 +56,53 @@ def test_the_package_list_names_every_package_of_the_repository() -> None:
     assert listed == on_disk
 
 
+class Built(NamedTuple):
+    wheel: zipfile.ZipFile
+    said: str  # what pip printed while building it
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     out = tmp_path_factory.mktemp("wheel")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    subprocess.run(
+    done = subprocess.run(
         [*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
         check=True,
         capture_output=True,
+        text=True,
         timeout=300,
     )
-    (built,) = out.glob("terminus-*.whl")
-    return zipfile.ZipFile(built)
+    (wheel,) = out.glob("terminus-*.whl")
+    return Built(zipfile.ZipFile(wheel), done.stdout + done.stderr)
+
+
+@pytest.fixture(scope="module")
+def wheel(built: Built) -> zipfile.ZipFile:
+    return built.wheel
+
+
+def test_building_the_wheel_prints_no_setuptools_warning(built: Built) -> None:
+    """Issue 31: every install printed about 130 lines of warnings, a page per data folder."""
+    assert "Warning" not in built.said, built.said
+
+
+def test_an_editable_install_as_setup_runs_it_warns_of_nothing(tmp_path: Path) -> None:
+    """The hook pip calls for `.ci/setup`'s `pip install -e`, in the environment setup gives it:
+    every warning it records is one pip would print."""
+    quiet = re.search(r'PYTHONWARNINGS="([^"]*)"', (ROOT / ".ci" / "setup").read_text())
+    assert quiet is not None
+
+    def runner(
+        cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None
+    ) -> None:
+        env = {**(extra_environ or {}), "PYTHONWARNINGS": quiet[1]}
+        quiet_subprocess_runner(cmd, cwd, env)
+
+    hooks = BuildBackendHookCaller(str(ROOT), "setuptools.build_meta", runner=runner)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        hooks.build_editable(str(tmp_path))
+    assert [str(w.message) for w in seen] == []
 
 
 def test_the_wheel_installs_terminus_alone(wheel: zipfile.ZipFile) -> None:

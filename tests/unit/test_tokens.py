@@ -22,7 +22,6 @@ from terminus.service.gateway.tokens import (
     Keyring,
     TokenError,
     local_keyring,
-    local_secret,
     mint,
     verify,
 )
@@ -77,15 +76,17 @@ def test_another_secret_refuses_the_token() -> None:
         verify(b"t" * 32, mint(SECRET, "s-1", NOW + 60), NOW)
 
 
-def test_the_local_secret_is_made_once_private_and_kept(tmp_path: Path) -> None:
-    path = tmp_path / "var" / "token-secret"
-    first = local_secret({}, path)
-    assert len(first) >= 32
+def test_the_local_key_is_made_once_private_and_kept(tmp_path: Path) -> None:
+    env = {"TERMINUS_STATE_DIR": str(tmp_path / "state")}
+    first = local_keyring(env, announce=lambda line: None)
+    assert len(first.keys["default"]) >= 32
+    path = tmp_path / "state" / "token-keys"
     assert path.stat().st_mode & 0o777 == 0o600
-    assert local_secret({}, path) == first
-    assert local_secret({"TERMINUS_TOKEN_SECRET": "x" * 20}, path) == b"x" * 20
+    assert (tmp_path / "state").stat().st_mode & 0o777 == 0o700
+    assert local_keyring(env).keys == first.keys
+    assert local_keyring({**env, "TERMINUS_TOKEN_SECRET": "x" * 20}).keys == {"default": b"x" * 20}
     with pytest.raises(TokenError, match="at least"):
-        local_secret({"TERMINUS_TOKEN_SECRET": "short"}, path)
+        local_keyring({**env, "TERMINUS_TOKEN_SECRET": "short"})
 
 
 @given(st.text(max_size=120))
@@ -102,26 +103,29 @@ def test_a_non_ascii_signature_is_malformed_not_a_crash() -> None:
         verify(SECRET, token[:-1] + "é", NOW)
 
 
-def test_a_secret_file_shorter_than_the_minimum_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "token-secret"
-    path.write_text("")
-    with pytest.raises(TokenError, match="at least"):
-        local_secret({}, path)
+def test_a_key_file_with_a_short_secret_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "token-keys").write_text("default:short\n")
+    with pytest.raises(TokenError, match="needs 16 bytes"):
+        local_keyring({"TERMINUS_STATE_DIR": str(tmp_path)})
 
 
-def _start(path: str) -> bytes:
-    return local_secret({}, Path(path))
+def _start(directory: str) -> bytes:
+    return local_keyring({"TERMINUS_STATE_DIR": directory}, announce=_quiet).keys["default"]
 
 
-def test_concurrent_first_starts_all_read_the_one_whole_secret(tmp_path: Path) -> None:
-    """200 processes race to create the secret: every one reads the same full key (187 of 200 read
+def _quiet(line: str) -> None:
+    pass
+
+
+def test_concurrent_first_starts_all_read_the_one_whole_key(tmp_path: Path) -> None:
+    """200 processes race to create the key: every one reads the same full key (187 of 200 read
     an empty one when the file was created in place)."""
-    path = tmp_path / "var" / "token-secret"
+    directory = tmp_path / "state"
     with multiprocessing.get_context("fork").Pool(16) as pool:
-        secrets = pool.map(_start, [str(path)] * 200)
+        secrets = pool.map(_start, [str(directory)] * 200)
     assert len(set(secrets)) == 1
     assert len(secrets[0]) >= 32
-    assert sorted(p.name for p in path.parent.iterdir()) == ["token-secret"]
+    assert sorted(p.name for p in directory.iterdir()) == ["token-keys"]
 
 
 OLD, NEW = b"o" * 32, b"n" * 32

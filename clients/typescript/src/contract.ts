@@ -18,6 +18,8 @@ export interface PersistedMessage {
   model: string;
 }
 
+export type TurnStatus = "cancelled" | "failed" | "finished" | "retrying" | "streaming";
+
 export interface AgentError {
   sessionUpdate: "agent_error";
   session_id: string;

@@ -15,5 +15,5 @@ export { SseParser } from "./sse.js";
 export type { ServerSentEvent } from "./sse.js";
 export { DEFAULT_BACKOFF, retryAfter, subscribe } from "./subscribe.js";
 export type { Backoff, SubscribeOptions } from "./subscribe.js";
-export { decoded } from "./update.js";
-export type { Update } from "./update.js";
+export { decoded, KINDS, UnknownFrames } from "./update.js";
+export type { FrameKind, Update } from "./update.js";

@@ -1,11 +1,18 @@
 // The live view of a session: exactly the Python SDK's `LiveSession` (service/sdk/live.py),
 // which an agreement test holds it to on recorded frame sequences.
-import type { LLMErrorPayload, SessionUpdate, ToolCallFrame, ToolCallUpdate } from "./contract.js";
+import type {
+  LLMErrorPayload,
+  SessionUpdate,
+  ToolCallFrame,
+  ToolCallUpdate,
+  TurnStatus,
+} from "./contract.js";
 import { cursorAfter } from "./cursor.js";
 import type { Update } from "./update.js";
 
 export type PartKind = "text" | "reasoning" | "tool";
-export type TurnStatus = "streaming" | "retrying" | "finished" | "failed";
+/** From the contract: "streaming", "retrying", "finished", "cancelled" or "failed". */
+export type { TurnStatus };
 export type ToolStatus = "pending" | "completed" | "error";
 
 /** One part as streamed so far; a tool part also carries the call's latest state. */
@@ -135,7 +142,8 @@ function fold(turn: LiveTurn, frame: SessionUpdate): void {
       turn.error = frame.error;
       return;
     case "turn_finished":
-      turn.status = "finished";
+      // A stopped turn is not a complete answer: its own status, as in the Python SDK.
+      turn.status = frame.stopReason === "cancelled" ? "cancelled" : "finished";
       turn.stopReason = frame.stopReason;
       return;
     default:

@@ -3,7 +3,7 @@
 // runs in browsers and in Node 20.
 import { SourceUnavailable, SubscriptionDenied, SubscriptionRefused } from "./errors.js";
 import { SseParser } from "./sse.js";
-import { decoded, type Update } from "./update.js";
+import { decoded, UnknownFrames, type Update } from "./update.js";
 
 /** Delays between reconnects: doubling from `initialS` up to `maxS`, with jitter; after
  * `giveUpAfterS` of failures in a row (null: never) `SourceUnavailable` is thrown. */
@@ -29,6 +29,9 @@ export interface SubscribeOptions {
   backoff?: Partial<Backoff>;
   /** A fetch to use instead of the global one. */
   fetch?: typeof fetch;
+  /** Where frames of a kind this client does not know (a newer server's) are counted and
+   * reported; by default one per subscription, warning once per kind on the console. */
+  unknownFrames?: UnknownFrames;
 }
 
 class Interrupted extends Error {
@@ -48,10 +51,11 @@ export async function* subscribe(
   options: SubscribeOptions,
 ): AsyncGenerator<Update, void, undefined> {
   const retry = new Retry({ ...DEFAULT_BACKOFF, ...options.backoff }, options.signal);
+  const unknown = options.unknownFrames ?? new UnknownFrames();
   let last = options.cursor ?? null;
   while (!options.signal?.aborted) {
     try {
-      for await (const update of read(baseUrl, token, options, last)) {
+      for await (const update of read(baseUrl, token, options, last, unknown)) {
         retry.reset();
         last = update.cursor;
         yield update;
@@ -77,6 +81,7 @@ async function* read(
   token: string,
   options: SubscribeOptions,
   after: string | null,
+  unknown: UnknownFrames,
 ): AsyncGenerator<Update, void, undefined> {
   const url = new URL(`v1/sessions/${encodeURIComponent(options.session)}/updates`, withSlash(baseUrl));
   if (options.untilTurn !== undefined) url.searchParams.set("until_turn", options.untilTurn);
@@ -106,7 +111,8 @@ async function* read(
       }
       const events = chunk.done ? parser.finish() : parser.feed(chunk.value);
       for (const event of events) {
-        if (event.data) yield decoded(event.id, event.data);
+        const update = event.data ? decoded(event.id, event.data, unknown) : null;
+        if (update !== null) yield update;
       }
       if (chunk.done) return;
     }

@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { test } from "node:test";
 import { SubscriptionDenied } from "../src/errors.js";
 import { subscribe } from "../src/subscribe.js";
+import { UnknownFrames } from "../src/update.js";
 
 type Handler = (request: IncomingMessage, response: ServerResponse, call: number) => void;
 
@@ -28,6 +29,10 @@ function event(n: number, kind = "agent_message_chunk"): string {
       ? { sessionUpdate: kind, session_id: "s", turn_id: "t", stopReason: "end_turn", usage: {} }
       : { sessionUpdate: kind, session_id: "s", turn_id: "t", step: 1, attempt: 1, part_id: "p", delta: `${n} ` };
   return `id: 9-${n}\nevent: ${kind}\ndata: ${JSON.stringify(frame)}\n\n`;
+}
+
+function raw(n: number, frame: object): string {
+  return `id: 9-${n}\ndata: ${JSON.stringify(frame)}\n\n`;
 }
 
 const FAST = { initialS: 0.001, maxS: 0.01, giveUpAfterS: 5 };
@@ -85,4 +90,30 @@ test("a 429 is waited out, then the stream is read", async () => {
     }
     assert.deepEqual(kinds, ["agent_message_chunk", "turn_finished"]);
   });
+});
+
+test("a stream from a newer server: its new kind is passed over and counted once, its new field ignored", async () => {
+  const future = (n: number) => raw(n, { sessionUpdate: "usage_forecast", session_id: "s", turn_id: "t", tokens: n });
+  const wider = raw(2, { sessionUpdate: "agent_message_chunk", session_id: "s", turn_id: "t", step: 1, attempt: 1, part_id: "p", delta: "2 ", lang: "en" });
+  const asked: (string | undefined)[] = [];
+  await serving((request, response, call) => {
+    asked.push(request.headers["last-event-id"] as string | undefined);
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    if (call === 0) {
+      response.end(event(0) + future(1) + wider + future(3)); // the gateway ends the stream
+    } else {
+      response.end(future(3) + event(4, "turn_finished"));
+    }
+  }, async (base) => {
+    const reported: string[] = [];
+    const unknownFrames = new UnknownFrames((kind, cursor) => reported.push(`${kind}@${cursor}`));
+    const cursors: string[] = [];
+    for await (const update of subscribe(base, "tok", { session: "s", untilTurn: "t", backoff: FAST, unknownFrames })) {
+      cursors.push(`${update.cursor} ${update.kind}`);
+    }
+    assert.deepEqual(cursors, ["9-0 agent_message_chunk", "9-2 agent_message_chunk", "9-4 turn_finished"]);
+    assert.deepEqual(Object.fromEntries(unknownFrames.counts), { usage_forecast: 2 });
+    assert.deepEqual(reported, ["usage_forecast@9-1"]);
+  });
+  assert.deepEqual(asked, [undefined, "9-2"]);
 });

@@ -2,7 +2,7 @@
 // so the two LiveSessions can be compared on recorded frame sequences.
 import { readFileSync } from "node:fs";
 import { LiveSession } from "../src/live.js";
-import { decoded } from "../src/update.js";
+import { decoded, UnknownFrames } from "../src/update.js";
 
 export interface Recorded {
   cursor: string;
@@ -41,9 +41,14 @@ export function viewOf(session: LiveSession): unknown {
   return { cursor: session.cursor, turns };
 }
 
-/** What the TypeScript LiveSession shows after every event of the sequence, in order. */
+/** What the TypeScript LiveSession shows after every event of the sequence, in order, and the
+ * frames of kinds it does not know that it passed over, per kind. */
 export function typescriptView(path: string): unknown {
   const session = new LiveSession();
-  for (const { cursor, data } of readSequence(path)) session.apply(decoded(cursor, data));
-  return viewOf(session);
+  const unknown = new UnknownFrames(() => undefined);
+  for (const { cursor, data } of readSequence(path)) {
+    const update = decoded(cursor, data, unknown);
+    if (update !== null) session.apply(update);
+  }
+  return { ...(viewOf(session) as object), unknown_frames: Object.fromEntries(unknown.counts) };
 }
