@@ -61,9 +61,9 @@ class Refusal(NamedTuple):
         if self.command is not None:
             within = f" (category {self.category})" if self.category else ""
             return f"the command '{self.command}'{within}: grant +{self.command}"
-        if "keys" in self.detail:
+        if "key" in self.detail:  # Redis 7.0: "one of the keys"; 7.2: "a key"
             return "a key outside its key patterns: grant ~<prefix>:*"
-        if "channels" in self.detail:
+        if "channel" in self.detail:
             return "a channel outside its patterns: grant &<prefix>:control"
         return "a command one of its scripts sends: compare its ACL line with docs/security.md"
 
@@ -94,7 +94,7 @@ def user_of(url: str | None) -> str | None:
 
 
 class Alarm:
-    """Logs each distinct refusal once, then again only after `QUIET_S` of silence about it."""
+    """Logs each distinct refusal at most once every `QUIET_S` seconds."""
 
     def __init__(self, user: str | None, clock: Callable[[], float] = time.monotonic) -> None:
         self.who = f"the ACL user '{user or 'default'}'"
