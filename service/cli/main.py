@@ -16,6 +16,7 @@ from terminus.service.cli.common import handler
 from terminus.service.cli.contract import add_contract_command
 from terminus.service.cli.gateway import DEFAULT_HTTP, add_gateway_commands, host_port
 from terminus.service.cli.inspect import add_inspect_command
+from terminus.service.cli.lifeline import watch_parent
 from terminus.service.cli.providers import add_provider_arguments
 from terminus.service.cli.publish import add_publish_command
 from terminus.service.cli.read import add_read_commands
@@ -189,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    watch_parent(os.environ)  # a child of `terminus run` ends when it does (cli/lifeline.py)
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     try:

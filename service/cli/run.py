@@ -4,7 +4,8 @@ gateway, the demo.
 Workers (`terminus worker`, the FastStream app) and the gateway (`terminus gateway`) are separate
 OS processes, each in its own session so that Ctrl-C reaches only this supervisor, which then
 stops them in order: workers and gateway first (workers finish their batch and release their
-leases), the embedded Redis last. A process that dies is started again.
+leases), the embedded Redis last. A process that dies is started again. If this supervisor dies
+without stopping them (SIGKILL), they stop by themselves (service/cli/lifeline.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Final
 
 from terminus.service.cli.demo import run_demo
+from terminus.service.cli.lifeline import child_env, die_with_parent
 from terminus.service.gateway.tokens import TokenError, local_keyring
 from terminus.service.redaction import redacted_url
 from terminus.service.redis.connect import connect
@@ -51,9 +53,9 @@ class Pool:
         self.processes = [self._spawn(c) for c in self.commands]
 
     def _spawn(self, command: Sequence[str]) -> subprocess.Popen[bytes]:
-        env = {**os.environ, **self.env, "REDIS_URL": self.url}
+        env = child_env({**os.environ, **self.env, "REDIS_URL": self.url})
         argv = [sys.executable, "-m", "terminus", *command]
-        return subprocess.Popen(argv, env=env, start_new_session=True)
+        return subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=die_with_parent())
 
     def revive(self) -> int:
         """Start again every process that exited; returns how many."""
@@ -94,7 +96,7 @@ def run_service(
     signal.signal(signal.SIGTERM, _raise_interrupt)
     if http is not None:
         _token_keys()
-    url, server = ensure_redis(settings, DATA_DIR, embedded=embedded)
+    url, server = ensure_redis(settings, DATA_DIR, embedded=embedded, preexec=die_with_parent())
     extra = []
     if http is not None and can_bind(http[1], http[0]):
         extra.append(["gateway", "--http", f"{http[0]}:{http[1]}"])

@@ -4,6 +4,9 @@ The server's own bounds (docs/security.md, "Bounds of the gateway"): a request's
 `http_max_head_bytes` long and must arrive within `http_head_timeout_s` (service/gateway/heads.py);
 a connection idle between requests is closed after `http_idle_timeout_s` (uvicorn's keep-alive
 timer); bodies are refused unread (service/gateway/bodies.py); WebSocket upgrades are not served.
+
+uvicorn runs the app's lifespan: on shutdown the hub's readers are cancelled and awaited
+(service/gateway/routes.py), before the Redis client they read with is closed.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def server_config(app: ASGIApp, settings: Settings, host: str, port: int) -> uvi
         host=host,
         port=port,
         log_level=settings.log_level,
-        lifespan="off",
+        lifespan="on",  # the app's lifespan closes the hub (routes.py)
         http=bounded_protocol(bounds),
         ws="none",
         timeout_keep_alive=settings.http_idle_timeout_s,

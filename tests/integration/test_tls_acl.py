@@ -30,6 +30,7 @@ from terminus.events.codec import encode_json
 from terminus.events.inbound import TurnStarted
 from terminus.events.outbound import AgentMessageChunk
 from terminus.service.keys import FIELD, Keys, control_channel, keys_for_session
+from terminus.service.redaction import SecretUrl
 from terminus.service.redis.replies import text
 from terminus.service.runtime.app import create_app
 from terminus.service.sdk.producer import Producer
@@ -141,7 +142,7 @@ async def test_the_worker_app_runs_over_tls_as_the_service_user_and_hears_nudges
     """The FastStream app as `terminus worker` runs it (service/runtime/app.py): its broker
     connects with REDIS_URL alone, names its connections, takes the partitions, and subscribes to
     the control channel, all as the service's user, over TLS with the client certificate."""
-    settings = Settings(redis_url=server.url, prefix=prefix, partitions=2)
+    settings = Settings(redis_url=SecretUrl(server.url), prefix=prefix, partitions=2)
     async with TestApp(create_app(settings)):
         await until_leased(redis, prefix, partitions=2)
         channel = control_channel(prefix)
