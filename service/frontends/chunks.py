@@ -136,7 +136,8 @@ class Finish(Chunk, frozen=True, kw_only=True, tag="finish"):
 
 
 class Abort(Chunk, frozen=True, kw_only=True, tag="abort"):
-    reason: str
+    """No `reason`: ai 5.0.110 validates `abort` strictly and rejects one (the stop reason is
+    in the metadata sent just before it)."""
 
 
 class StatusData(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):

@@ -214,7 +214,7 @@ class UiStream:
             return [
                 *self._withdrawn(),
                 MessageMetadata(message_metadata=metadata),
-                Abort(reason="cancelled"),
+                Abort(),
             ]
         reason = FINISH_REASONS[frame.stopReason]
         return [*self._withdrawn(), Finish(finish_reason=reason, message_metadata=metadata)]

@@ -4,6 +4,9 @@
 //     DefaultChatTransport.reconnectToStream (the SDK's SSE parsing and its uiMessageChunkSchema
 //     validation), then readUIMessageStream: a line once the stream is open, then the message
 //     it ends with, every chunk type it accepted, and every error it reported.
+//   node read-ui-stream.mjs <ai6|ai7> validate < chunks.json
+//     The types of the chunks (a JSON array on stdin) that the version's uiMessageChunkSchema
+//     rejects.
 //   node read-ui-stream.mjs <ai6|ai7> chat <url> <token> <cut_ms>
 //     useChat's core (AbstractChat) resuming the open turn, stopped <cut_ms> after its stream opened, as a page
 //     that is reloaded mid-turn, then a new chat with the messages the first one held resuming
@@ -120,5 +123,23 @@ async function chat() {
   };
 }
 
-const found = command === "chat" ? await chat() : await read();
+async function validate() {
+  let text = "";
+  for await (const part of process.stdin) {
+    text += part;
+  }
+  const schema = ai.uiMessageChunkSchema;
+  const checked = typeof schema === "function" ? schema() : schema;
+  const rejected = [];
+  for (const chunk of JSON.parse(text)) {
+    const result = await checked.validate(chunk);
+    if (!result.success) {
+      rejected.push(chunk.type);
+    }
+  }
+  return { rejected: [...new Set(rejected)] };
+}
+
+const commands = { read, chat, validate };
+const found = await commands[command]();
 process.stdout.write(JSON.stringify(found) + "\n");
