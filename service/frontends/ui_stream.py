@@ -18,7 +18,7 @@ attempt, in either mode. In `hold` the chunks do not depend on how the frames ar
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Final, Literal, TypeGuard
+from typing import Final, Literal, TypeGuard, assert_never
 
 import msgspec
 
@@ -128,7 +128,8 @@ class UiStream:
                 return self._failed(frame)
             case TurnFinished():
                 return self._finished(frame)
-        return []
+            case _:
+                assert_never(frame)
 
     def _content(self, frame: ContentFrame) -> list[Chunk]:
         key = (frame.step, frame.attempt)
