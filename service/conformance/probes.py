@@ -16,6 +16,7 @@ from typing import Final, Literal, NamedTuple
 import httpx
 from redis.asyncio import Redis
 from starlette.applications import Starlette
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from terminus.service.conformance.scenario import SCENE, Scene
 from terminus.service.gateway.routes import Limits, create_gateway
@@ -25,7 +26,7 @@ from terminus.service.redis.connect import no_resends
 from terminus.service.redis.embedded import free_port
 from terminus.service.settings import Settings
 
-Token = Literal["session", "other", "operator", "expired", "forged", "none"]
+Token = Literal["session", "quiet", "other", "operator", "expired", "forged", "none"]
 Via = Literal["bearer", "cookie", "query"]
 Gateway = Literal["main", "limited", "unreachable"]
 
@@ -51,6 +52,7 @@ class Probe(NamedTuple):
     body: bytes = b""
     gateway: Gateway = "main"
     repeat: int = 1
+    first_body: bool = False  # a stream that does not end: its answer up to its first body
 
 
 class Answer(NamedTuple):
@@ -69,9 +71,13 @@ TIMELINE: Final = "/v1/turns/{turn_id}/timeline"
 RECENT: Final = "/v1/admin/turns"
 COOKIE_PATH: Final = "/v1/session-cookie"
 STATIC: Final = "/inspect/static/{path}"
+UI_TURN: Final = "/v1/sessions/{session_id}/turns/{turn_id}/ui-message-stream"
+UI_OPEN: Final = "/v1/sessions/{session_id}/ui-message-stream"
 
 _updates, _messages = "/v1/sessions/{session}/updates", "/v1/sessions/{session}/messages"
 _cancel = "/v1/sessions/{session}/turns/{turn}/cancel"
+_ui_turn = "/v1/sessions/{session}/turns/{finished}/ui-message-stream"
+_ui_open = "/v1/sessions/{session}/ui-message-stream"
 BODY: Final = b"{}"  # every route refuses a body
 BAD_LENGTH: Final = {"Content-Length": "x"}  # uvicorn refuses it first; another server may not
 
@@ -89,6 +95,22 @@ PROBES: Final = (
     Probe(403, "GET", MESSAGES, _messages, token="operator"),
     Probe(413, "GET", MESSAGES, _messages, body=BODY),
     Probe(503, "GET", MESSAGES, _messages, gateway="unreachable"),
+    Probe(200, "GET", UI_TURN, _ui_turn, query={"mode": "reset"}),
+    Probe(400, "GET", UI_TURN, _ui_turn, query={"mode": "live"}),
+    Probe(401, "GET", UI_TURN, _ui_turn, token="forged"),
+    Probe(403, "GET", UI_TURN, _ui_turn, token="other"),
+    Probe(404, "GET", UI_TURN, _ui_turn.replace("{finished}", "{archived}")),
+    Probe(413, "GET", UI_TURN, _ui_turn, body=BODY),
+    Probe(429, "GET", UI_TURN, _ui_turn, gateway="limited", repeat=2),
+    Probe(503, "GET", UI_TURN, _ui_turn, gateway="unreachable"),
+    Probe(200, "GET", UI_OPEN, _ui_open, via="query", first_body=True),
+    Probe(204, "GET", UI_OPEN, "/v1/sessions/{quiet}/ui-message-stream", token="quiet"),
+    Probe(400, "GET", UI_OPEN, _ui_open, query={"mode": "x"}),
+    Probe(401, "GET", UI_OPEN, _ui_open, token="expired"),
+    Probe(403, "GET", UI_OPEN, _ui_open, token="operator"),
+    Probe(413, "GET", UI_OPEN, _ui_open, body=BODY),
+    Probe(429, "GET", UI_OPEN, _ui_open, gateway="limited", repeat=2, first_body=True),
+    Probe(503, "GET", UI_OPEN, _ui_open, gateway="unreachable"),
     Probe(200, "GET", TURN, "/v1/turns/{finished}"),
     Probe(400, "GET", TURN, "/v1/turns/{finished}", token="operator"),
     Probe(401, "GET", TURN, "/v1/turns/{finished}", token="forged"),
@@ -158,6 +180,8 @@ def _token(kind: Token, scene: Scene) -> str:
     match kind:
         case "session":
             return mint(SECRET, scene.session, later)
+        case "quiet":
+            return mint(SECRET, scene.quiet, later)
         case "other":
             return mint(SECRET, OTHER_SESSION, later)
         case "operator":
@@ -214,9 +238,30 @@ async def _running(stack: AsyncExitStack, app: Starlette) -> Starlette:
 
 
 async def _send(app: Starlette, probe: Probe, scene: Scene) -> Answer:
-    transport = httpx.ASGITransport(app=app)
+    transport = httpx.ASGITransport(app=_until_first_body(app) if probe.first_body else app)
     async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as client:
         for _ in range(probe.repeat):
             request = request_of(probe, scene)
             response = await client.send(request)
     return Answer(probe, request, response)
+
+
+def _until_first_body(app: ASGIApp) -> ASGIApp:
+    """`app` with its answer ended at its first body part: httpx's ASGI transport returns only
+    once the body is complete, and a live stream's never is. The app then reads a disconnect,
+    as from a client that goes, and stops; what it sends after is dropped."""
+
+    async def ended_early(scope: Scope, receive: Receive, send: Send) -> None:
+        done = False
+
+        async def first_body(message: Message) -> None:
+            nonlocal done
+            if done:
+                return
+            if message["type"] == "http.response.body" and message.get("body"):
+                message, done = {**message, "more_body": False}, True
+            await send(message)
+
+        await app(scope, receive, first_body)
+
+    return ended_early

@@ -44,6 +44,7 @@ class Scene(NamedTuple):
     live: str
     archived: str
     unreadable: str
+    quiet: str  # a session with no turn
 
 
 SCENE: Final = Scene(
@@ -52,6 +53,7 @@ SCENE: Final = Scene(
     live="contract-live",
     archived="contract-archived",
     unreadable="contract-unreadable",
+    quiet="contract-quiet-session",
 )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from terminus.events.versions import CURRENT
+from terminus.service.contract import ui_routes
 from terminus.service.contract.answers import (
     ARCHIVED,
     LAST_EVENT_ID,
@@ -248,6 +249,10 @@ def paths() -> dict[str, dict[str, Operation]]:
     return {
         "/v1/sessions/{session_id}/updates": {"get": _updates()},
         "/v1/sessions/{session_id}/messages": {"get": _messages()},
+        "/v1/sessions/{session_id}/ui-message-stream": {"get": ui_routes.open_turn_stream()},
+        "/v1/sessions/{session_id}/turns/{turn_id}/ui-message-stream": {
+            "get": ui_routes.turn_stream()
+        },
         "/v1/turns/{turn_id}": {"get": _turn()},
         "/v1/sessions/{session_id}/turns/{turn_id}/cancel": {"post": _cancel()},
         "/v1/turns/{turn_id}/timeline": {"get": _timeline()},

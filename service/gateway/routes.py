@@ -12,6 +12,10 @@
     POST /v1/sessions/{id}/turns/{turn}/cancel   cancel a live turn (202; 404 unknown, 409 ended;
                                      `?reason=`); a session token of that session or an operator
                                      token (service/gateway/cancel.py)
+    GET /v1/sessions/{id}/turns/{turn}/ui-message-stream   the turn as the AI SDK's UI message
+                                     stream, from `start` (`?mode=hold|reset`)
+    GET /v1/sessions/{id}/ui-message-stream   the same for the session's open turn; 204 when
+                                     none is open (service/gateway/ui_messages.py)
     GET /healthz                     200 when Redis answers
     GET /metrics                     Prometheus text (operator token)
     /inspect, /v1/admin/turns, /v1/turns/{id}/timeline   the inspector (gateway/inspector.py)
@@ -57,6 +61,7 @@ from starlette.types import Receive, Scope, Send
 
 from terminus.events.codec import encode_json
 from terminus.service.fold.snapshots import SnapshotError
+from terminus.service.frontends.ui_stream import Mode
 from terminus.service.gateway.bodies import BodyBound
 from terminus.service.gateway.cancel import request_cancel
 from terminus.service.gateway.cors import cors
@@ -68,6 +73,13 @@ from terminus.service.gateway.params import BadParam, non_negative
 from terminus.service.gateway.sign_in import COOKIE, NoReferrer, cookie_header
 from terminus.service.gateway.timeline import TurnArchived, load_turn
 from terminus.service.gateway.tokens import Grant, Keyring, TokenError, verify
+from terminus.service.gateway.ui_messages import HEADERS as UI_HEADERS
+from terminus.service.gateway.ui_messages import (
+    TurnFrames,
+    UiStreamRefused,
+    mode_of,
+    turn_stream,
+)
 from terminus.service.metrics.exposition import render_metrics
 from terminus.service.redis.acl import Alarm, refusal, user_of
 from terminus.service.redis.connect import TRANSIENT, url_of
@@ -122,8 +134,13 @@ class _HeldStream(EventSourceResponse):
     """An SSE response that releases its slot when it ends, however it ends: Starlette always
     calls the response it was handed, and this runs the release after it."""
 
-    def __init__(self, frames: AsyncIterator[bytes], release: Callable[[], None]) -> None:
-        super().__init__(frames, ping=PING_S, send_timeout=30)
+    def __init__(
+        self,
+        frames: AsyncIterator[bytes],
+        release: Callable[[], None],
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(frames, ping=PING_S, send_timeout=30, headers=headers)
         self._release = release
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -171,6 +188,11 @@ def create_gateway(
     routes = [
         Route("/v1/sessions/{session_id}/updates", guarded(h.updates)),
         Route("/v1/sessions/{session_id}/messages", guarded(h.messages)),
+        Route("/v1/sessions/{session_id}/ui-message-stream", guarded(h.ui_open_turn)),
+        Route(
+            "/v1/sessions/{session_id}/turns/{turn_id}/ui-message-stream",
+            guarded(h.ui_turn),
+        ),
         Route("/v1/turns/{turn_id}", guarded(h.turn)),
         Route(
             "/v1/sessions/{session_id}/turns/{turn_id}/cancel",
@@ -240,8 +262,18 @@ class _Handlers:
                 after = parse_cursor(after)
             except BadCursor as exc:
                 raise _Denied(400, str(exc)) from None
+        release = await self._slot(token)
+        until_end = request.query_params.get("until_end") in ("1", "true")
+        until_turn = request.query_params.get("until_turn") or None
+        events = session_events(
+            self.hub, self.redis, self.settings, session, after, until_end, until_turn
+        )
+        return _HeldStream(events, release)
+
+    async def _slot(self, token: str) -> Callable[[], None]:
+        """One more open stream for `token`, within its caps; returns the release."""
         # A stream's status goes out before its first read: ask Redis first, so that while it
-        # is away /updates answers 503 like every other route, not 200 and a silent stream.
+        # is away a stream route answers 503 like every other route, not 200 and silence.
         await self.hub.answering()
         release = self.streams.hold(token)  # a refused request opens no stream
         try:
@@ -249,12 +281,35 @@ class _Handlers:
         except _Denied:
             release()
             raise
-        until_end = request.query_params.get("until_end") in ("1", "true")
-        until_turn = request.query_params.get("until_turn") or None
-        events = session_events(
-            self.hub, self.redis, self.settings, session, after, until_end, until_turn
-        )
-        return _HeldStream(events, release)
+        return release
+
+    async def ui_turn(self, request: Request) -> Response:
+        token, session = self.session_grant(request)
+        mode = _ui_mode(request)
+        frames = TurnFrames(self.hub, self.redis, self.settings, session)
+        return await self._ui_stream(token, frames, request.path_params["turn_id"], mode)
+
+    async def ui_open_turn(self, request: Request) -> Response:
+        token, session = self.session_grant(request)
+        mode = _ui_mode(request)
+        frames = TurnFrames(self.hub, self.redis, self.settings, session)
+        turn_id = await frames.open_turn()
+        if turn_id is None:
+            return Response(status_code=204)
+        return await self._ui_stream(token, frames, turn_id, mode)
+
+    async def _ui_stream(
+        self, token: str, frames: TurnFrames, turn_id: str, mode: Mode
+    ) -> Response:
+        release = await self._slot(token)
+        try:
+            chunks = await turn_stream(frames, turn_id, mode)
+        except BaseException as exc:
+            release()
+            if isinstance(exc, UiStreamRefused):
+                raise _Denied(exc.status, exc.reason) from None
+            raise
+        return _HeldStream(chunks, release, UI_HEADERS)
 
     async def messages(self, request: Request) -> Response:
         _, session = self.session_grant(request)
@@ -354,6 +409,13 @@ def _int_param(request: Request, name: str, default: int) -> int:
         return non_negative(request.query_params.get(name), name, default)
     except BadParam as exc:
         raise _Denied(400, str(exc)) from None
+
+
+def _ui_mode(request: Request) -> Mode:
+    try:
+        return mode_of(request.query_params.get("mode"))
+    except UiStreamRefused as refused:
+        raise _Denied(refused.status, refused.reason) from None
 
 
 class _Guard:

@@ -31,6 +31,12 @@ async def xrange(
     return cast("list[StreamEntry]", await redis.xrange(key, start, end, count))
 
 
+async def xrevrange(
+    redis: Redis, key: str, end: str = "+", start: str = "-", count: int | None = None
+) -> list[StreamEntry]:
+    return cast("list[StreamEntry]", await redis.xrevrange(key, end, start, count))
+
+
 async def mget(redis: Redis, keys: list[str]) -> list[bytes | None]:
     return cast("list[bytes | None]", await redis.mget(keys))
 

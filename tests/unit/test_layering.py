@@ -45,20 +45,23 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     "sdk": frozenset(("keys", "settings", "redaction", EVENTS, "redis", "shape", ERRORS)),
     "retention": BASE | {"redis", "fold"},
     "runtime": BASE | {"redis", "shape", "metrics", "fold", "retention"},
+    # Projections of the session frames into the protocols other frontends speak (the AI SDK
+    # UI message stream): pure folds over the contract's frames, with no I/O of their own.
+    "frontends": frozenset((EVENTS, MACHINES, ERRORS)),
     # The gateway reads what the workers committed; it never runs or reaches into a worker.
-    "gateway": BASE | {"redis", "shape", "metrics", "fold", "sdk"},
+    "gateway": BASE | {"redis", "shape", "metrics", "fold", "sdk", "frontends"},
     # The published contract: the messages' types, the gateway's answer types and the key
     # layout; it describes what runs, and runs nothing.
-    "contract": frozenset(("keys", EVENTS, MACHINES, ERRORS, "gateway")),
+    "contract": frozenset(("keys", EVENTS, MACHINES, ERRORS, "gateway", "frontends")),
     # The gateway held to the contract: a real worker folds a scene, the gateway is asked.
-    "conformance": BASE | {"redis", "fold", "sdk", "runtime", "gateway"},
+    "conformance": BASE | {"redis", "fold", "sdk", "runtime", "gateway", "frontends"},
     "cli": BASE
     | {"redis", "shape", "metrics", "fold", "sdk", "retention", "runtime", "gateway"}
     | {"contract"}
-    | {"conformance"},
+    | {"conformance", "frontends"},
     "terminus": frozenset(("sdk", "cli", ERRORS)),
 }
-WORKER_PARTS: Final = ("fold", "runtime", "retention", "gateway", "cli")
+WORKER_PARTS: Final = ("fold", "runtime", "retention", "gateway", "cli", "frontends")
 # The turn's machine; the SDK may read the core's settings types (retry policy), not these.
 MACHINE_MODULES: Final = tuple(
     f"terminus.statemachines.{name}"
