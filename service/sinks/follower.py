@@ -1,0 +1,159 @@
+"""One partition followed into the database, at one lease epoch, page by page.
+
+Order of a page: read the committed entries after the last one folded, fold them, then one
+transaction writes their rows and moves the position; only then is the next page read. The
+fold always starts from the log's beginning (a sink keeps no state but the database's
+position), and writes nothing for the entries up to that position: on a takeover or a restart,
+what was written is not written again, and what was not is written once.
+
+A database that goes away (a restart, a network cut) fails the page's transaction; the same
+page is sent again, with growing pauses, until it commits or the position says another sink
+moved on (`Fenced`: this follower ends).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Final, TypeVar
+
+from redis.asyncio import Redis
+
+from terminus.events.codec import encode_json
+from terminus.service.fold.releases import id_key
+from terminus.service.keys import Keys
+from terminus.service.retention.archive import Archive
+from terminus.service.settings import Settings
+from terminus.service.sinks.folding import SinkFold
+from terminus.service.sinks.rows import MessageRow
+from terminus.service.sinks.source import PartitionLog, horizon
+from terminus.service.sinks.transact import (
+    START,
+    DatabaseAway,
+    Refusal,
+    Session,
+    Unit,
+    claim,
+    write_unit,
+)
+
+log = logging.getLogger("terminus.sink")
+POLL_S: Final = 0.1
+RETRY_S: Final = (0.1, 0.2, 0.5, 1.0, 2.0)
+T = TypeVar("T")
+
+
+@dataclass
+class Tally:
+    """What a follower did, for the command's summary and the counters."""
+
+    entries: int = 0
+    rows: int = 0
+    refused: int = 0
+    retries: int = 0
+
+
+@dataclass
+class Follower:
+    """Follows `partition` at `epoch` into `session` until `stop` (or, `once`, until caught up)."""
+
+    redis: Redis
+    settings: Settings
+    session: Session
+    name: str
+    sink_keys: Keys  # the sink's own namespace for this partition: dead letters and counters
+    epoch: int
+    archive: Archive | None = None
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    tally: Tally = field(default_factory=Tally)
+
+    @property
+    def partition(self) -> int:
+        return self.sink_keys.partition
+
+    async def run(self, once: bool = False) -> Tally:
+        """Follow until stopped; with `once`, until every committed entry is written."""
+        position = await self._retrying(
+            lambda: claim(self.session, self.name, self.partition, self.epoch)
+        )
+        keys = Keys(self.partition, self.settings.prefix)
+        fold = SinkFold(keys, self.settings, position)
+        source = PartitionLog(self.redis, keys, self.archive, self.settings.batch_size)
+        read = START
+        while not self.stop.is_set():
+            entries = await source.after(read)
+            if not entries:
+                if once:
+                    break
+                await self._pause(POLL_S)
+                continue
+            rows = fold.apply(entries, source.forced)
+            read = entries[-1].id
+            self.tally.entries += len(entries)
+            if id_key(read) > id_key(position):
+                unit = Unit(self.name, self.partition, self.epoch, position, read, rows)
+                await self._write(unit)
+                position = read
+                await self._count(unit, keys)
+        return self.tally
+
+    async def _write(self, unit: Unit) -> None:
+        stored = await self._retrying(lambda: write_unit(self.session, unit, self._dead))
+        self.tally.rows += stored
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt()` again, with growing pauses, for as long as the database is away."""
+        for n in itertools.count():
+            try:
+                return await attempt()
+            except DatabaseAway as exc:
+                self.tally.retries += 1
+                pause = RETRY_S[min(n, len(RETRY_S) - 1)]
+                log.warning(
+                    "sink %s p%d: %s; again in %.1f s", self.name, self.partition, exc, pause
+                )
+                await asyncio.sleep(pause)
+        raise AssertionError("itertools.count() ended")
+
+    async def _dead(self, refusals: list[Refusal]) -> None:
+        """Each refused row to the sink's dead letters, with the database's reason."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for refusal in refusals:
+                row = refusal.row
+                body = (
+                    row.body if isinstance(row, MessageRow) else encode_json(row._asdict()).decode()
+                )
+                v = row.version
+                pipe.xadd(
+                    self.sink_keys.dead,
+                    {
+                        "raw": body,
+                        "reason": f"database refused: {refusal.reason}",
+                        "source_stream": Keys(self.partition, self.settings.prefix).inbound,
+                        "source_id": f"{v.log_ms}-{v.log_seq}",
+                    },
+                )
+            await pipe.execute()
+        self.tally.refused += len(refusals)
+        for refusal in refusals:
+            log.error(
+                "sink %s p%d: database refused a row: %s", self.name, self.partition, refusal.reason
+            )
+
+    async def _count(self, unit: Unit, keys: Keys) -> None:
+        """The sink's counters and lag (ms of log time between the horizon and the position)."""
+        end = await horizon(self.redis, keys)
+        lag = 0 if end is None else max(0, id_key(end.lstrip("("))[0] - id_key(unit.position)[0])
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hincrby(self.sink_keys.metrics, "pages", 1)
+            pipe.hincrby(self.sink_keys.metrics, "rows", len(unit.rows))
+            pipe.hset(self.sink_keys.metrics, mapping={"position": unit.position, "lag_ms": lag})
+            await pipe.execute()
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stop.wait(), seconds)
