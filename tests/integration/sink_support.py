@@ -8,7 +8,9 @@ import contextlib
 import io
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Final, cast
 
 import pytest
@@ -70,6 +72,25 @@ async def printed_messages(redis_url: str, prefix: str, session: str) -> tuple[s
     return out.strip(), json.loads(out)
 
 
-def needs(condition: bool, why: str) -> None:
-    if not condition:
-        pytest.skip(why)
+def query(url: str, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of `sql` on the database `url` names (a sink's `--to`)."""
+    if url.startswith("sqlite:///"):
+        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
+            return conn.execute(sql).fetchall()
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return [tuple(row) for row in conn.execute(sql.encode()).fetchall()]
+
+
+def loads(value: Any) -> Any:
+    """A JSON column's value: SQLite gives its text, PostgreSQL's JSONB the value itself."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The `--to` of an empty database: a SQLite file, or a database on a private PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'chat.db'}"
+    return cast(str, request.getfixturevalue("postgres_url"))

@@ -85,9 +85,9 @@ class PrivateServer:
         command = [*self._as, str(self.bin / "postgres"), "-D", str(self.data)]
         command += ["-p", str(self.port), "-k", str(self.root), "-c", "listen_addresses=127.0.0.1"]
         command += ["-c", "fsync=off", "-c", "max_connections=50"]
-        log = open(self.root / "server.log", "ab")  # noqa: SIM115 - the server's own file
-        # A session of its own: a kill reaches the server and every backend at once.
-        self.process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        with open(self.root / "server.log", "ab") as log:  # the server keeps its own copy
+            # A session of its own: a kill reaches the server and every backend at once.
+            self.process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
         self._wait_ready()
 
     def _wait_ready(self) -> None:
