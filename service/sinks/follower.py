@@ -19,6 +19,7 @@ import itertools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final, TypeVar
 
 from redis.asyncio import Redis
@@ -29,7 +30,7 @@ from terminus.service.keys import Keys
 from terminus.service.retention.archive import Archive
 from terminus.service.settings import Settings
 from terminus.service.sinks.folding import SinkFold
-from terminus.service.sinks.rows import MessageRow
+from terminus.service.sinks.rows import MessageRow, Row
 from terminus.service.sinks.source import PartitionLog, horizon
 from terminus.service.sinks.transact import (
     START,
@@ -77,33 +78,35 @@ class Follower:
 
     async def run(self, once: bool = False) -> Tally:
         """Follow until stopped; with `once`, until every committed entry is written."""
-        position = await self._retrying(
-            lambda: claim(self.session, self.name, self.partition, self.epoch)
-        )
+        claiming = partial(claim, self.session, self.name, self.partition, self.epoch)
+        position = await self._retrying(claiming)
         keys = Keys(self.partition, self.settings.prefix)
         fold = SinkFold(keys, self.settings, position)
         source = PartitionLog(self.redis, keys, self.archive, self.settings.batch_size)
         read = START
         while not self.stop.is_set():
             entries = await source.after(read)
-            if not entries:
-                if once:
-                    break
+            if entries:
+                read = entries[-1].id
+                rows = fold.apply(entries, source.forced)
+                position = await self._page(rows, position, read, keys)
+                self.tally.entries += len(entries)
+            elif once:
+                break
+            else:
                 await self._pause(POLL_S)
-                continue
-            rows = fold.apply(entries, source.forced)
-            read = entries[-1].id
-            self.tally.entries += len(entries)
-            if id_key(read) > id_key(position):
-                unit = Unit(self.name, self.partition, self.epoch, position, read, rows)
-                await self._write(unit)
-                position = read
-                await self._count(unit, keys)
         return self.tally
 
-    async def _write(self, unit: Unit) -> None:
-        stored = await self._retrying(lambda: write_unit(self.session, unit, self._dead))
-        self.tally.rows += stored
+    async def _page(self, rows: list[Row], position: str, read: str, keys: Keys) -> str:
+        """Write the rows and move the position to `read`, in one transaction, if the page
+        lies past the position (the fold reads again what an earlier epoch wrote); returns
+        the position now."""
+        if id_key(read) <= id_key(position):
+            return position
+        unit = Unit(self.name, self.partition, self.epoch, position, read, rows)
+        stored = await self._retrying(partial(write_unit, self.session, unit, self._dead))
+        await self._count(keys, read, stored)
+        return read
 
     async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """`attempt()` again, with growing pauses, for as long as the database is away."""
@@ -112,6 +115,7 @@ class Follower:
                 return await attempt()
             except DatabaseAway as exc:
                 self.tally.retries += 1
+                await self.redis.hincrby(self.sink_keys.metrics, "database_errors", 1)
                 pause = RETRY_S[min(n, len(RETRY_S) - 1)]
                 log.warning(
                     "sink %s p%d: %s; again in %.1f s", self.name, self.partition, exc, pause
@@ -139,19 +143,23 @@ class Follower:
                 )
             await pipe.execute()
         self.tally.refused += len(refusals)
+        await self.redis.hincrby(self.sink_keys.metrics, "refused", len(refusals))
         for refusal in refusals:
             log.error(
                 "sink %s p%d: database refused a row: %s", self.name, self.partition, refusal.reason
             )
 
-    async def _count(self, unit: Unit, keys: Keys) -> None:
-        """The sink's counters and lag (ms of log time between the horizon and the position)."""
+    async def _count(self, keys: Keys, position: str, stored: int) -> None:
+        """The sink's counters (docs/sinks.md), after the page committed: pages and rows
+        written, the position, and the lag (log time between the position and the horizon)."""
+        self.tally.rows += stored
         end = await horizon(self.redis, keys)
-        lag = 0 if end is None else max(0, id_key(end.lstrip("("))[0] - id_key(unit.position)[0])
+        lag = 0 if end is None else max(0, id_key(end.lstrip("("))[0] - id_key(position)[0])
+        metrics = self.sink_keys.metrics
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hincrby(self.sink_keys.metrics, "pages", 1)
-            pipe.hincrby(self.sink_keys.metrics, "rows", len(unit.rows))
-            pipe.hset(self.sink_keys.metrics, mapping={"position": unit.position, "lag_ms": lag})
+            pipe.hincrby(metrics, "pages", 1)
+            pipe.hincrby(metrics, "rows", stored)
+            pipe.hset(metrics, mapping={"position": position, "lag_ms": lag})
             await pipe.execute()
 
     async def _pause(self, seconds: float) -> None:

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import cast
 
 import pytest
 from redis.asyncio import Redis
 from serving import running_worker
-from sink_support import (
+
+from terminus.service.keys import Keys, partition_of, sink_prefix
+from terminus.service.redis.replies import StreamEntry
+from terminus.service.sdk.producer import Producer
+from terminus.service.settings import Settings
+from tests.support.polling import until
+from tests.support.sink_turns import DISCARDED, cancelled, failed, finished, retried, with_tools
+from tests.support.sinks import (
     PARTITIONS,
     cli,
     database,
@@ -21,13 +29,6 @@ from sink_support import (
     quiet,
     settings_for,
 )
-
-from terminus.service.keys import Keys, partition_of, sink_prefix
-from terminus.service.redis.replies import StreamEntry
-from terminus.service.sdk.producer import Producer
-from terminus.service.settings import Settings
-from tests.support.polling import until
-from tests.support.sink_turns import DISCARDED, cancelled, failed, finished, retried, with_tools
 
 SESSIONS = {
     "s-ok": finished,
@@ -183,3 +184,27 @@ async def test_a_message_the_database_refuses_is_dead_lettered_with_its_reason(
     )
     assert query(postgres_url, "SELECT count(*) FROM messages") == [(0,)]
     assert query(postgres_url, "SELECT turn_id, state FROM turns") == [("t-nul", "finished")]
+
+
+async def test_the_counters_say_what_was_written_and_how_far_behind(
+    committed: Settings, redis: Redis, redis_url: str, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'chat.db'}"
+    await asyncio.to_thread(sink, url, redis_url, committed.prefix, "migrate")
+    await asyncio.to_thread(sink, url, redis_url, committed.prefix, "--once")
+
+    counted = [
+        cast(
+            "dict[bytes, bytes]",
+            await redis.hgetall(Keys(p, sink_prefix("default", committed.prefix)).metrics),
+        )
+        for p in range(PARTITIONS)
+    ]
+
+    assert sum(int(c.get(b"rows", 0)) for c in counted) == 9
+    written = [c for c in counted if c]
+    assert all(c[b"lag_ms"] == b"0" for c in written)
+    positions = dict(query(url, "SELECT partition, log_ms || '-' || log_seq FROM sink_positions"))
+    assert {p: c[b"position"].decode() for p, c in enumerate(counted) if c} == {
+        p: pos for p, pos in positions.items() if pos != "0-0"
+    }

@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from sink_support import database, query
 
 from terminus.service.sinks import Fenced
 from terminus.service.sinks.rows import MessageRow, TurnRow, Version
 from terminus.service.sinks.target import Target
 from terminus.service.sinks.transact import Refusal, Session, Unit, claim, migrate, write_unit
+from tests.support.sinks import database, query
 
 __all__ = ["database"]  # the fixture, imported to be used here
 SINK = "default"

@@ -1,5 +1,5 @@
-"""What the sink tests share: turns of every ending, published and committed by a real worker,
-and the messages as `terminus messages --json` prints them, to compare a database with."""
+"""What the sink tests of every tier share: a quiet pool, `terminus` run in this process, the
+messages as `terminus messages --json` prints them, and the databases a sink writes to."""
 
 from __future__ import annotations
 
@@ -13,13 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, cast
 
+import msgspec
 import pytest
 from redis.asyncio import Redis
 
 from terminus.service.cli.main import main
 from terminus.service.keys import GROUP, Keys
 from terminus.service.redis.replies import StreamEntry
+from terminus.service.sdk.producer import Producer
 from terminus.service.settings import Settings
+from tests.support.sink_turns import cancelled, failed, finished, retried, with_tools
 
 PARTITIONS: Final = 4
 
@@ -94,3 +97,46 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'chat.db'}"
     return cast(str, request.getfixturevalue("postgres_url"))
+
+
+KINDS: Final = (finished, retried, with_tools, failed, cancelled)
+ENDS: Final = {
+    finished: "finished",
+    retried: "finished",
+    with_tools: "finished",
+    failed: "failed",
+    cancelled: "cancelled",
+}
+
+
+def workload(sessions: int, turns: int, first: int = 0) -> list[tuple[str, str, Any]]:
+    """(session, turn, kind) of `turns` turns in each of `sessions` sessions, kinds in turn."""
+    return [
+        (f"s-{s}", f"t-{s}-{t}", KINDS[(s + t) % len(KINDS)])
+        for s in range(first, first + sessions)
+        for t in range(turns)
+    ]
+
+
+async def publish(redis: Redis, prefix: str, plan: list[tuple[str, str, Any]]) -> None:
+    """Each turn of `plan` as its producer would publish it, turns of a session in order."""
+    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
+    for session, turn, kind in plan:
+        await producer.publish(kind(session, turn))
+
+
+async def assert_database_matches(
+    redis_url: str, prefix: str, url: str, plan: list[tuple[str, str, Any]]
+) -> None:
+    """The database holds each message of each session once, exactly as `terminus messages
+    --json` prints it, and each turn of `plan` once, ended as its kind ends."""
+    stored: dict[str, list[str]] = {}
+    for session, body in query(url, "SELECT session_id, body FROM messages"):
+        stored.setdefault(session, []).append(body)
+    for session in sorted({s for s, _, _ in plan}):
+        _, printed = await printed_messages(redis_url, prefix, session)
+        expected = sorted(msgspec.json.encode(m).decode() for m in printed)
+        assert sorted(stored.pop(session, [])) == expected, session
+    assert stored == {}
+    ends = dict(query(url, "SELECT turn_id, state FROM turns"))
+    assert ends == {turn: ENDS[kind] for _, turn, kind in plan}
