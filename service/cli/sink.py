@@ -10,7 +10,9 @@ replay` reads them, so a database added later holds the whole history.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
+import signal
 
 from redis.asyncio import Redis
 
@@ -89,6 +91,8 @@ async def _follow(
     )
     if not args.once:
         configure(settings.log_format, logging.INFO)
+        # A supervisor's SIGTERM ends the pages in hand and hands the leases back at once.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, pool.stop)
         await pool.run()
         return 0
     summary = await pool.once()

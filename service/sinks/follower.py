@@ -83,7 +83,7 @@ class Follower:
         keys = Keys(self.partition, self.settings.prefix)
         fold = SinkFold(keys, self.settings, position)
         source = PartitionLog(self.redis, keys, self.archive, self.settings.batch_size)
-        read = START
+        read, end = START, await self._end(keys) if once else None
         while not self.stop.is_set():
             entries = await source.after(read)
             if entries:
@@ -91,11 +91,17 @@ class Follower:
                 rows = fold.apply(entries, source.forced)
                 position = await self._page(rows, position, read, keys)
                 self.tally.entries += len(entries)
-            elif once:
-                break
-            else:
+            if once and (not entries or (end is not None and id_key(read) >= end)):
+                break  # caught up with what was committed when it began
+            if not entries:
                 await self._pause(POLL_S)
         return self.tally
+
+    async def _end(self, keys: Keys) -> tuple[int, int] | None:
+        """Where the committed log ends now (its last entry, or the pending one it stops
+        before): `once` stops there under a steady load."""
+        end = await horizon(self.redis, keys)
+        return None if end is None else id_key(end.lstrip("("))
 
     async def _page(self, rows: list[Row], position: str, read: str, keys: Keys) -> str:
         """Write the rows and move the position to `read`, in one transaction, if the page

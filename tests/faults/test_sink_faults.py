@@ -46,11 +46,11 @@ class SinkProcess:
     """`terminus sink --to URL` as a process of its own, on the test's Redis and prefix; its
     stderr (the sink's log) goes to a temporary file, read by `log` until `kill`."""
 
-    def __init__(self, url: str, redis_url: str, prefix: str) -> None:
+    def __init__(self, url: str, redis_url: str, prefix: str, lease_ms: int = LEASE_MS) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TERMINUS_")}
         env |= {"REDIS_URL": redis_url, "TERMINUS_PREFIX": prefix}
         env |= {"TERMINUS_PARTITIONS": str(PARTITIONS), "TERMINUS_BATCH_SIZE": "4"}
-        env |= {"TERMINUS_LEASE_TTL_MS": str(LEASE_MS)}
+        env |= {"TERMINUS_LEASE_TTL_MS": str(lease_ms)}
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by `kill`, with the process
         self.process = subprocess.Popen(
             [str(TERMINUS), "sink", "--to", url], env=env, stderr=self.stderr
@@ -198,3 +198,24 @@ async def test_a_postgres_restart_mid_run_loses_nothing(
         if sink is not None:
             sink.kill()
         server.remove()
+
+
+async def test_sigterm_ends_a_sink_and_hands_its_partitions_back_at_once(
+    redis: Redis, redis_url: str, prefix: str, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'chat.db'}"
+    await asyncio.to_thread(cli, ["sink", "migrate", "--to", url], redis_url, prefix)
+    sink = SinkProcess(url, redis_url, prefix, lease_ms=60_000)  # would hold them a minute
+    try:
+        await until(lambda: _held(redis, prefix), "the sink to hold every partition", 30)
+        sink.signal(signal.SIGTERM)
+        status = await asyncio.to_thread(sink.process.wait, 10)
+        assert await leases_gone(redis, prefix)
+    finally:
+        sink.kill()
+    assert status == 0
+
+
+async def _held(redis: Redis, prefix: str) -> bool:
+    keys = [Keys(p, sink_prefix("default", prefix)).lease for p in range(PARTITIONS)]
+    return await redis.exists(*keys) == PARTITIONS
