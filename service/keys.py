@@ -34,7 +34,8 @@ A sink named <name> (service/sinks/) keeps its own namespace, `sink_prefix`, und
 same `Keys` names serve it: `{sink}:{p}:lease` and `{sink}:{p}:epoch` (its partition leases,
 apart from the workers'), `{sink}:{p}:dead` (rows its database refused), `{sink}:{p}:metrics`
 (its counters) and `{sink}:workers` (its live processes), where {sink} is
-`{prefix}:sink:<name>`.
+`{prefix}:sink:<name>`; `{prefix}:sinks` names every sink (a hash: name -> its namespace), for
+`GET /metrics`.
 
 The partition is CRC-32 (IEEE, as zlib computes it) of the UTF-8 session id, modulo P. Never
 Python's `hash()`, which is salted per process.
@@ -155,6 +156,11 @@ def shape_key(prefix: str = DEFAULT_PREFIX) -> str:
 def sink_prefix(name: str, prefix: str = DEFAULT_PREFIX) -> str:
     """The namespace of the sink `name`: its leases, members, dead letters and counters."""
     return f"{prefix}:sink:{name}"
+
+
+def sinks_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The sinks that ever ran (a hash: name -> namespace), whose counters `GET /metrics` shows."""
+    return f"{prefix}:sinks"
 
 
 def keys_for_session(session_id: str, partitions: int, prefix: str = DEFAULT_PREFIX) -> Keys:

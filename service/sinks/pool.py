@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
 
-from terminus.service.keys import Keys, sink_prefix
+from terminus.service.keys import Keys, sink_prefix, sinks_key
 from terminus.service.retention.archive import Archive
 from terminus.service.runtime.leases import Leases
 from terminus.service.runtime.membership import assigned, heartbeat
@@ -84,6 +84,7 @@ class SinkPool:
 
     async def once(self) -> Summary:
         """Write every committed entry of each partition no other sink holds, then return."""
+        await self._listed()
         summary = Summary()
         ttl = self.settings.lease_ttl_ms
         for partition in range(self.settings.partitions):
@@ -110,6 +111,7 @@ class SinkPool:
     async def run(self) -> None:
         """Follow this process's share of the partitions until `stop`."""
         ttl = self.settings.lease_ttl_ms
+        await self._listed()
         try:
             while not self._stopping.is_set():
                 await self._tick(ttl)
@@ -119,6 +121,11 @@ class SinkPool:
             for partition in list(self.running):
                 await self._let_go(partition)
             await heartbeat(self.redis, self.prefix, self.member, 0)
+
+    async def _listed(self) -> None:
+        """Name this sink where `GET /metrics` finds its counters (a hash, not a set: the
+        service's ACL user has the hash commands already, docs/security.md)."""
+        await self.redis.hset(sinks_key(self.settings.prefix), self.name, self.prefix)
 
     def stop(self) -> None:
         self._stopping.set()

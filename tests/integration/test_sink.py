@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from redis.asyncio import Redis
 from serving import running_worker
 
 from terminus.service.keys import Keys, partition_of, sink_prefix
+from terminus.service.metrics.exposition import render_metrics
 from terminus.service.redis.replies import StreamEntry
 from terminus.service.sdk.producer import Producer
 from terminus.service.settings import Settings
@@ -202,6 +204,12 @@ async def test_the_counters_say_what_was_written_and_how_far_behind(
     ]
 
     assert sum(int(c.get(b"rows", 0)) for c in counted) == 9
+    exposed = (await render_metrics(redis, committed)).decode()
+    families = {f.name: f for f in text_string_to_metric_families(exposed)}
+    rows = [s for s in families["terminus_sink_rows"].samples if s.name.endswith("_total")]
+    assert {s.labels["sink"] for s in rows} == {"default"}
+    assert sum(s.value for s in rows) == 9
+    assert {s.value for s in families["terminus_sink_lag_ms"].samples} == {0}
     written = [c for c in counted if c]
     assert all(c[b"lag_ms"] == b"0" for c in written)
     positions = dict(query(url, "SELECT partition, log_ms || '-' || log_seq FROM sink_positions"))
