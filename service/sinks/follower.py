@@ -115,18 +115,21 @@ class Follower:
         return read
 
     async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        """`attempt()` again, with growing pauses, for as long as the database is away."""
+        """`attempt()` again, with growing pauses, for as long as the database is away; once
+        stopped, the page is given up (its position never moved: the next holder writes it)."""
         for n in itertools.count():
             try:
                 return await attempt()
             except DatabaseAway as exc:
+                if self.stop.is_set():
+                    raise
                 self.tally.retries += 1
                 await self.redis.hincrby(self.sink_keys.metrics, "database_errors", 1)
                 pause = RETRY_S[min(n, len(RETRY_S) - 1)]
                 log.warning(
                     "sink %s p%d: %s; again in %.1f s", self.name, self.partition, exc, pause
                 )
-                await asyncio.sleep(pause)
+                await self._pause(pause)
         raise AssertionError("itertools.count() ended")
 
     async def _dead(self, refusals: list[Refusal]) -> None:

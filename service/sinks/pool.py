@@ -4,7 +4,8 @@ The workers' own machinery in the sink's namespace (`keys.sink_prefix`): each pr
 heartbeats into the sink's member set, rendezvous hashing says which partitions are its, and it
 holds a lease (with an epoch) on each while its follower runs. A partition moves when its
 holder leaves or stops renewing; the new holder's claim in the database fences the old one.
-A follower is stopped between pages, never cancelled inside a transaction.
+A follower is stopped between pages, never cancelled inside a transaction; one that fails (Redis
+away) is logged and started again at the next tick, as a new follower that claims anew.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import logging
 from dataclasses import dataclass, field
 
 from redis.asyncio import Redis
+from redis.exceptions import RedisError
 
 from terminus.service.keys import Keys, sink_prefix, sinks_key
 from terminus.service.retention.archive import Archive
@@ -24,6 +26,7 @@ from terminus.service.settings import Settings
 from terminus.service.sinks import Fenced
 from terminus.service.sinks.follower import Follower, Tally
 from terminus.service.sinks.target import Target
+from terminus.service.sinks.transact import DatabaseAway
 
 log = logging.getLogger("terminus.sink")
 
@@ -114,7 +117,10 @@ class SinkPool:
         await self._listed()
         try:
             while not self._stopping.is_set():
-                await self._tick(ttl)
+                try:
+                    await self._tick(ttl)
+                except RedisError as exc:  # Redis away: the next tick tries again
+                    log.warning("sink %s: %s", self.name, exc)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), ttl / 3000)
         finally:
@@ -155,8 +161,8 @@ class SinkPool:
         running.follower.stop.set()
         try:
             await running.task
-        except Fenced as exc:
-            log.warning("%s", exc)
+        except (Fenced, DatabaseAway) as exc:  # moved on, or given up while the database was away
+            log.warning("sink %s p%d: %s", self.name, partition, exc)
         except Exception:
             log.exception("sink %s p%d: follower failed", self.name, partition)
         finally:

@@ -125,7 +125,8 @@ class Statements:
         self.version = "SELECT max(version) FROM terminus_schema"
         self.record_version = f"INSERT INTO terminus_schema (version) VALUES ({m})"
         self.has_versions = (
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'terminus_schema'"
+            "SELECT count(*) FROM information_schema.tables"
+            " WHERE table_schema = current_schema() AND table_name = 'terminus_schema'"
             if dialect is POSTGRES
             else "SELECT count(*) FROM sqlite_master WHERE name = 'terminus_schema'"
         )

@@ -9,7 +9,7 @@ import io
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -48,11 +48,12 @@ async def quiet(redis: Redis, prefix: str) -> bool:
 
 
 @contextlib.contextmanager
-def environment(redis_url: str, prefix: str) -> Iterator[None]:
+def environment(redis_url: str, prefix: str, **more: str) -> Iterator[None]:
     saved = dict(os.environ)
     os.environ.update(
         {"REDIS_URL": redis_url, "TERMINUS_PREFIX": prefix, "TERMINUS_PARTITIONS": str(PARTITIONS)}
     )
+    os.environ.update(more)
     try:
         yield
     finally:
@@ -60,10 +61,11 @@ def environment(redis_url: str, prefix: str) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def cli(argv: list[str], redis_url: str, prefix: str) -> tuple[int, str]:
-    """Run `terminus ARGV` in this process, on the test's Redis and prefix: status and stdout."""
+def cli(argv: list[str], redis_url: str, prefix: str, **env: str) -> tuple[int, str]:
+    """Run `terminus ARGV` in this process, on the test's Redis and prefix (and `env`, such as
+    TERMINUS_ARCHIVE_DIR): its status and stdout."""
     out = io.StringIO()
-    with environment(redis_url, prefix), contextlib.redirect_stdout(out):
+    with environment(redis_url, prefix, **env), contextlib.redirect_stdout(out):
         status = main(argv)
     return status, out.getvalue()
 
@@ -125,18 +127,32 @@ async def publish(redis: Redis, prefix: str, plan: list[tuple[str, str, Any]]) -
         await producer.publish(kind(session, turn))
 
 
+async def printed(redis_url: str, prefix: str, sessions: Iterable[str]) -> dict[str, list[str]]:
+    """Each session's messages as `terminus messages --json` prints them, one JSON text each."""
+    found = {}
+    for session in sorted(set(sessions)):
+        _, parsed = await printed_messages(redis_url, prefix, session)
+        found[session] = sorted(msgspec.json.encode(m).decode() for m in parsed)
+    return found
+
+
+def assert_database_holds(
+    url: str, messages: dict[str, list[str]], plan: list[tuple[str, str, Any]]
+) -> None:
+    """The database holds exactly `messages` (by session), and each turn of `plan` once, ended
+    as its kind ends."""
+    stored: dict[str, list[str]] = {}
+    for session, body in query(url, "SELECT session_id, body FROM messages"):
+        stored.setdefault(session, []).append(body)
+    assert {s: sorted(b) for s, b in stored.items()} == {s: b for s, b in messages.items() if b}
+    ends = dict(query(url, "SELECT turn_id, state FROM turns"))
+    assert ends == {turn: ENDS[kind] for _, turn, kind in plan}
+
+
 async def assert_database_matches(
     redis_url: str, prefix: str, url: str, plan: list[tuple[str, str, Any]]
 ) -> None:
     """The database holds each message of each session once, exactly as `terminus messages
     --json` prints it, and each turn of `plan` once, ended as its kind ends."""
-    stored: dict[str, list[str]] = {}
-    for session, body in query(url, "SELECT session_id, body FROM messages"):
-        stored.setdefault(session, []).append(body)
-    for session in sorted({s for s, _, _ in plan}):
-        _, printed = await printed_messages(redis_url, prefix, session)
-        expected = sorted(msgspec.json.encode(m).decode() for m in printed)
-        assert sorted(stored.pop(session, [])) == expected, session
-    assert stored == {}
-    ends = dict(query(url, "SELECT turn_id, state FROM turns"))
-    assert ends == {turn: ENDS[kind] for _, turn, kind in plan}
+    expected = await printed(redis_url, prefix, (s for s, _, _ in plan))
+    assert_database_holds(url, expected, plan)
