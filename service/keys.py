@@ -30,6 +30,13 @@ slot; `prefix` defaults to `terminus` and lets replay build projections beside t
     {prefix}:shape                  the deployment's shape: partitions, prefix, contract version,
                                     who recorded it (hash, written once; service/shape.py)
 
+A sink named <name> (service/sinks/) keeps its own namespace, `sink_prefix`, under which the
+same `Keys` names serve it: `{sink}:{p}:lease` and `{sink}:{p}:epoch` (its partition leases,
+apart from the workers'), `{sink}:{p}:dead` (rows its database refused), `{sink}:{p}:metrics`
+(its counters) and `{sink}:workers` (its live processes), where {sink} is
+`{prefix}:sink:<name>`; `{prefix}:sinks` names every sink (a hash: name -> its namespace), for
+`GET /metrics`.
+
 The partition is CRC-32 (IEEE, as zlib computes it) of the UTF-8 session id, modulo P. Never
 Python's `hash()`, which is salted per process.
 """
@@ -144,6 +151,16 @@ def shape_key(prefix: str = DEFAULT_PREFIX) -> str:
     commit, so it needs no partition's slot, and lives in the one its whole name hashes to
     rather than adding to partition 0's (the prefix holds no braces: service/settings.py)."""
     return f"{prefix}:shape"
+
+
+def sink_prefix(name: str, prefix: str = DEFAULT_PREFIX) -> str:
+    """The namespace of the sink `name`: its leases, members, dead letters and counters."""
+    return f"{prefix}:sink:{name}"
+
+
+def sinks_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The sinks that ever ran (a hash: name -> namespace), whose counters `GET /metrics` shows."""
+    return f"{prefix}:sinks"
 
 
 def keys_for_session(session_id: str, partitions: int, prefix: str = DEFAULT_PREFIX) -> Keys:

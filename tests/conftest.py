@@ -31,6 +31,7 @@ from terminus.service.redis.cluster import LocalCluster
 from terminus.service.redis.connect import connect
 from terminus.service.redis.embedded import EmbeddedRedis, EmbeddedRedisError, Fsync
 from tests.support.backends import Target
+from tests.support.postgres import PrivateServer, binaries
 
 StartRedis = Callable[..., EmbeddedRedis]
 FAULT_PREFIX: Final = "fx"  # tests/support/faults/harness.py's
@@ -188,6 +189,28 @@ def redis_env(monkeypatch: pytest.MonkeyPatch, redis_url: str, on_cluster: bool)
     """REDIS_URL and TERMINUS_REDIS_CLUSTER naming the test's Redis, for commands it runs."""
     monkeypatch.setenv("REDIS_URL", redis_url)
     monkeypatch.setenv("TERMINUS_REDIS_CLUSTER", "1" if on_cluster else "0")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PrivateServer]:
+    """A private PostgreSQL server for the session (tests/support/postgres.py); the tests that
+    want it skip with one line where Debian's binaries or psycopg are absent."""
+    if binaries() is None:
+        pytest.skip("no PostgreSQL server binaries (apt-get install postgresql)")
+    pytest.importorskip("psycopg", reason="psycopg absent: pip install 'terminus[sink]'")
+    server = PrivateServer()
+    try:
+        server.init()
+        server.start()
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PrivateServer) -> str:
+    """An empty database of its own on the session's private PostgreSQL server."""
+    return postgres_server.create_database(f"t_{uuid.uuid4().hex[:12]}")
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ hash in the same commit, and lists the turn events the worker logs once it is co
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -57,6 +57,10 @@ from terminus.statemachines.fold import evolve
 from terminus.statemachines.outputs import Outputs
 from terminus.statemachines.states import FINAL_STATES, TurnState
 from terminus.statemachines.turn import Turn
+
+# Told of each applied event: its entry id, its turn after it, the batch's outputs so far and
+# where they stood before it (`Outputs.lengths()`). A sink reads the rows it writes from them.
+Witness = Callable[[str, Turn, Outputs, tuple[int, ...]], None]
 
 
 class Timeouts(NamedTuple):
@@ -112,6 +116,7 @@ class PartitionFold:
         self.ledger = TailLedger()
         # Each turn in memory as last loaded or stored: what a bug in the core rolls it back to.
         self.bases: dict[str, bytes] = {}
+        self.witness: Witness | None = None  # the workers fold without one
 
     def missing(self, decoded: Iterable[Decoded]) -> list[str]:
         """Turn ids the batch needs whose snapshot is not in memory yet."""
@@ -195,10 +200,13 @@ class PartitionFold:
             run.stats.ignored += 1
             return
         ignored, messages, transitions = len(out.ignored), len(out.messages), len(out.transitions)
+        since = out.lengths() if self.witness is not None else ()
         turn = self._evolve(index, item, event, run)
         if turn is None:
             return
         self.turns[event.turn_id] = turn
+        if self.witness is not None:
+            self.witness(item.entry.id, turn, out, since)
         if len(out.transitions) > transitions:
             observe(turn, out, transitions, run.stats.counts, run.stats.notes)
         produced = len(out.messages) - messages

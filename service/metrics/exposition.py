@@ -1,15 +1,15 @@
 """Prometheus metrics of a pool, read from Redis by whichever process serves `GET /metrics`.
 
-Three sources (docs/metrics.md): each partition's domain counters, added by its commits
+Four sources (docs/metrics.md): each partition's domain counters, added by its commits
 (service/metrics/counters.py); each partition's consumer group, for entries pending (read, not
 committed) and lag (appended, not yet read); each live worker's own hash of commit latencies and
-lease changes (service/metrics/worker.py). The exposition format is prometheus_client's, from a
-collector over one snapshot of those reads.
+lease changes (service/metrics/worker.py); each sink's counters per partition (docs/sinks.md).
+The exposition format is prometheus_client's, from a collector over one snapshot of those reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -22,7 +22,14 @@ from prometheus_client.core import (
 )
 from redis.asyncio import Redis
 
-from terminus.service.keys import GROUP, Keys, worker_metrics_key, workers_key
+from terminus.service.keys import (
+    GROUP,
+    Keys,
+    sink_prefix,
+    sinks_key,
+    worker_metrics_key,
+    workers_key,
+)
 from terminus.service.metrics.counters import Key, key_of
 from terminus.service.metrics.worker import BUCKETS, WorkerMetrics, parse
 from terminus.service.redis.connect import execute
@@ -65,6 +72,16 @@ class Snapshot:
     counters: dict[int, dict[Key, int]] = field(default_factory=dict)
     groups: dict[int, Group] = field(default_factory=dict)
     workers: dict[str, WorkerMetrics] = field(default_factory=dict)
+    sinks: dict[tuple[str, int], dict[str, int]] = field(default_factory=dict)
+
+
+# a sink's hash field -> exposed name, help (docs/sinks.md, "Counters")
+SINK_COUNTERS: Final = {
+    "rows": ("terminus_sink_rows", "Rows a sink wrote (messages and turn ends)"),
+    "pages": ("terminus_sink_pages", "Transactions a sink committed"),
+    "refused": ("terminus_sink_refused", "Rows the database refused, dead-lettered"),
+    "database_errors": ("terminus_sink_database_errors", "Pages sent again: the database away"),
+}
 
 
 async def render_metrics(redis: Redis, settings: Settings) -> bytes:
@@ -82,6 +99,7 @@ async def read_snapshot(redis: Redis, settings: Settings) -> Snapshot:
         pipe.hgetall(keys.metrics)
         pipe.xinfo_groups(keys.inbound)
     pipe.zrange(workers_key(settings.prefix), 0, -1)
+    pipe.hgetall(sinks_key(settings.prefix))  # HGETALL: the ACL user has it, not HKEYS
     replies: list[Any] = await pipe.execute(raise_on_error=False)
     snapshot = Snapshot()
     for partition in range(settings.partitions):
@@ -90,7 +108,8 @@ async def read_snapshot(redis: Redis, settings: Settings) -> Snapshot:
         group = _group(groups)  # a log nobody published to has no stream: an error, no group
         if group is not None:
             snapshot.groups[partition] = group
-    snapshot.workers = await _workers(redis, settings.prefix, _raised(replies[-1]))
+    snapshot.workers = await _workers(redis, settings.prefix, _raised(replies[-2]))
+    snapshot.sinks = await _sinks(redis, settings, _raised(replies[-1]).keys())
     return snapshot
 
 
@@ -128,6 +147,21 @@ async def _workers(redis: Redis, prefix: str, members: Sequence[bytes]) -> dict[
     return {w: parse(s) for w, s in zip(ids, stored, strict=True) if s}
 
 
+async def _sinks(
+    redis: Redis, settings: Settings, names: Iterable[bytes]
+) -> dict[tuple[str, int], dict[str, int]]:
+    wanted = [(text(n), p) for n in sorted(names) for p in range(settings.partitions)]
+    pipe = redis.pipeline(transaction=False)
+    for name, partition in wanted:
+        pipe.hgetall(Keys(partition, sink_prefix(name, settings.prefix)).metrics)
+    stored: list[dict[bytes, bytes]] = await execute(pipe) if wanted else []
+    return {
+        at: {text(k): int(v) for k, v in found.items() if text(k) != "position"}
+        for at, found in zip(wanted, stored, strict=True)
+        if found
+    }
+
+
 class _Collector:
     """Metric families of one snapshot, for a private registry."""
 
@@ -138,6 +172,7 @@ class _Collector:
         yield from self._domain()
         yield from self._groups()
         yield from self._workers()
+        yield from self._sinks()
 
     def _domain(self) -> Iterator[Metric]:
         families = {
@@ -197,6 +232,25 @@ class _Collector:
             "Times the lanes in use grew (doubled) or shrank back, per worker",
             [(w, m.lane_changes) for w, m in workers],
         )
+
+    def _sinks(self) -> Iterator[Metric]:
+        labels = ("sink", "partition")
+        counters = {
+            name: CounterMetricFamily(metric, doc, labels=labels)
+            for name, (metric, doc) in SINK_COUNTERS.items()
+        }
+        lag = GaugeMetricFamily(
+            "terminus_sink_lag_ms",
+            "Log time between a sink's position and the newest committed entry, at its last page",
+            labels=labels,
+        )
+        for (name, partition), counts in sorted(self.snapshot.sinks.items()):
+            at = [name, str(partition)]
+            for counted, family in counters.items():
+                family.add_metric(at, counts.get(counted, 0))
+            lag.add_metric(at, counts.get("lag_ms", 0))
+        yield from counters.values()
+        yield lag
 
 
 def _by_kind(name: str, help_text: str, counts: list[tuple[str, dict[str, int]]]) -> Metric:

@@ -55,13 +55,16 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     "contract": frozenset(("keys", EVENTS, MACHINES, ERRORS, "gateway", "frontends")),
     # The gateway held to the contract: a real worker folds a scene, the gateway is asked.
     "conformance": BASE | {"redis", "fold", "sdk", "runtime", "gateway", "frontends"},
+    # Sinks follow what the workers committed with the workers' own fold, leases and archive
+    # reader; they write to a team's database and to nothing of the workers'.
+    "sinks": BASE | {"redis", "fold", "retention", "runtime"},
     "cli": BASE
     | {"redis", "shape", "metrics", "fold", "sdk", "retention", "runtime", "gateway"}
     | {"contract"}
-    | {"conformance", "frontends"},
+    | {"conformance", "frontends", "sinks"},
     "terminus": frozenset(("sdk", "cli", ERRORS)),
 }
-WORKER_PARTS: Final = ("fold", "runtime", "retention", "gateway", "cli", "frontends")
+WORKER_PARTS: Final = ("fold", "runtime", "retention", "gateway", "sinks", "cli", "frontends")
 # The turn's machine; the SDK may read the core's settings types (retry policy), not these.
 MACHINE_MODULES: Final = tuple(
     f"terminus.statemachines.{name}"
