@@ -115,6 +115,13 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     http_head_timeout_s: int = 10
     http_idle_timeout_s: int = 5
 
+    def __post_init__(self) -> None:
+        # A plain string given where the type says SecretUrl (from untyped code: a dict of
+        # values, a test harness) is wrapped, so no caller can leave the password printable.
+        given: object = self.redis_url
+        if isinstance(given, str):
+            msgspec.structs.force_setattr(self, "redis_url", SecretUrl(given))
+
     def core(self) -> CoreConfig:
         """The pure core's configuration derived from these settings."""
         retry = RetryPolicy(

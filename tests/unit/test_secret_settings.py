@@ -95,3 +95,12 @@ def test_equal_urls_are_equal_secrets() -> None:
     assert SecretUrl(URL) != SecretUrl(MASKED)
     assert SecretUrl(URL) != URL
     assert from_env({"REDIS_URL": URL}) == Settings(redis_url=SecretUrl(URL))
+
+
+def test_a_plain_string_given_by_untyped_code_is_kept_secret() -> None:
+    values: dict[str, object] = {"redis_url": "redis://app:hunter2@cache:6379/0"}
+    settings = Settings(**values)  # type: ignore[arg-type]  # as untyped code would build it
+    assert isinstance(settings.redis_url, SecretUrl)
+    assert "hunter2" not in repr(settings)
+    assert "hunter2" not in str(settings.redis_url)
+    assert settings.redis_url.reveal() == "redis://app:hunter2@cache:6379/0"
