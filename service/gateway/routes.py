@@ -12,6 +12,9 @@
     POST /v1/sessions/{id}/turns/{turn}/cancel   cancel a live turn (202; 404 unknown, 409 ended;
                                      `?reason=`); a session token of that session or an operator
                                      token (service/gateway/cancel.py)
+    POST /v1/sessions/{id}/turns/{turn}/attempts, .../events; GET .../commands
+                                     producers over HTTP, with a producer token
+                                     (service/gateway/producing.py)
     GET /healthz                     200 when Redis answers
     GET /metrics                     Prometheus text (operator token)
     /inspect, /v1/admin/turns, /v1/turns/{id}/timeline   the inspector (gateway/inspector.py)
@@ -21,10 +24,11 @@ Access: every session endpoint needs a token for that session (`service/gateway/
 (`service/gateway/sign_in.py`, what the inspector uses) or `?token=` (a browser's EventSource cannot
 send headers; the access log masks it, and every response says `Referrer-Policy: no-referrer`).
 The cookie and the query token authorise GET requests only. No token or a bad one: 401; a valid
-token for another session, or an operator token on a session endpoint: 403. `/v1/turns/{id}`
-also takes an operator token with `?session=`. Request bodies are refused
-unread (413, service/gateway/bodies.py; heads are bounded by service/gateway/heads.py), each
-token may open at most `stream_opens` update streams per `stream_window_s` and hold at
+token for another session, an operator token on a session endpoint, or a producer token on any
+route but its session's producer routes: 403. `/v1/turns/{id}` also takes an operator token with
+`?session=`. Request bodies are refused unread, but on the producer routes, which read theirs
+within their own bounds (413, service/gateway/bodies.py; heads are bounded by
+service/gateway/heads.py), each token may open at most `stream_opens` update streams per `stream_window_s` and hold at
 most `max_streams` open at once (`TERMINUS_MAX_STREAMS_PER_TOKEN`; 429 with `Retry-After`), so a
 misbehaving or leaked client can neither make the gateway hammer Redis nor hold every connection.
 
@@ -63,6 +67,7 @@ from terminus.service.gateway.follow import session_events
 from terminus.service.gateway.hub import Hub
 from terminus.service.gateway.inspector import NO_TURN, Inspector, archived_answer
 from terminus.service.gateway.params import BadParam, non_negative
+from terminus.service.gateway.producing import Buckets, ProducerRate, ProducerRoutes, reads_body
 from terminus.service.gateway.sign_in import COOKIE, NoReferrer, cookie_header
 from terminus.service.gateway.timeline import TurnArchived, load_turn
 from terminus.service.gateway.tokens import Grant, Keyring, TokenError, verify
@@ -83,7 +88,8 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     stream_opens: int = 20  # update streams one token may open per window
     stream_window_s: float = 10.0
     max_streams: int = 8  # update streams one token may hold open at once
-    max_body_bytes: int = 0  # no route reads a body (service/gateway/bodies.py)
+    max_body_bytes: int = 0  # no route reads a body but the producers' (gateway/bodies.py)
+    producer_rate: ProducerRate = ProducerRate()  # requests per producer token
 
 
 class _Denied(Exception):
@@ -163,6 +169,8 @@ def create_gateway(
     limits = limits or Limits(max_streams=settings.max_streams_per_token)
     h = _Handlers(redis, settings, secret, limits, clock, hub)
     inspector = Inspector(redis, settings, h.grant_of, _Denied)
+    buckets = Buckets(limits.producer_rate, clock)
+    producing = ProducerRoutes(redis, settings, h.any_grant, _Denied, h.held_stream, buckets)
     routes = [
         Route("/v1/sessions/{session_id}/updates", _guarded(h.updates)),
         Route("/v1/sessions/{session_id}/messages", _guarded(h.messages)),
@@ -178,6 +186,7 @@ def create_gateway(
         Route("/v1/session-cookie", h.sign_out, methods=["DELETE"]),
         Route("/v1/session-cookie", _guarded(h.signed_in), methods=["GET"]),
         *inspector.routes(_guarded),
+        *producing.routes(_guarded),
     ]
 
     @contextlib.asynccontextmanager
@@ -185,7 +194,10 @@ def create_gateway(
         yield
         await hub.close()
 
-    middleware = [Middleware(NoReferrer), Middleware(BodyBound, limits.max_body_bytes)]
+    middleware = [
+        Middleware(NoReferrer),
+        Middleware(BodyBound, limits.max_body_bytes, reads_body),
+    ]
     if settings.cors_origins:
         middleware.append(cors(settings.cors_origins))
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
@@ -208,6 +220,13 @@ class _Handlers:
         self.streams = _OpenStreams(limits)
 
     def grant_of(self, request: Request) -> tuple[str, Grant]:
+        """The grant of a token that may read (a session's or an operator's)."""
+        token, grant = self.any_grant(request)
+        if grant.producer:
+            raise _Denied(403, "a producer token may only publish into its session")
+        return token, grant
+
+    def any_grant(self, request: Request) -> tuple[str, Grant]:
         token = _bearer(request)
         if request.method == "GET":  # the cookie and the query only ever authorise reads
             token = (
@@ -250,6 +269,16 @@ class _Handlers:
             self.hub, self.redis, self.settings, session, after, until_end, until_turn
         )
         return _HeldStream(events, release)
+
+    def held_stream(self, token: str, frames: AsyncIterator[bytes]) -> Response:
+        """An SSE response of `frames`, counted among the streams `token` holds open."""
+        release = self.streams.hold(token)
+        try:
+            self.rate.admit(token)
+        except _Denied:
+            release()
+            raise
+        return _HeldStream(frames, release)
 
     async def messages(self, request: Request) -> Response:
         _, session = self.session_grant(request)
