@@ -1,7 +1,8 @@
 """terminus: trustworthy LLM assistant turns over Redis Streams.
 
 This is the installed top-level package (its source lives in `service/facade/`): the public SDK,
-for producers (`TurnRunner` and the provider calls, `Producer`, `TurnPublisher`) and frontends
+for producers (`TurnRunner` and the provider calls, `TeeTransport` for the official SDKs,
+`Producer`, `TurnPublisher`) and frontends
 (`subscribe`, `LiveSession` and the two sources), under one short name. Everything else is
 under `terminus.service`, `terminus.events` and `terminus.statemachines`; `python -m terminus` is
 the `terminus` command line.
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         TurnRunner,
     )
     from terminus.service.sdk.subscriber import Backoff, RedisSource, subscribe
+    from terminus.service.sdk.tee import TeeCall, TeeTransport
     from terminus.service.sdk.updates import (
         Interrupted,
         SourceUnavailable,
@@ -74,6 +76,7 @@ _HOMES: Final = {
         "TurnRunner",
     ),
     "terminus.service.sdk.subscriber": ("Backoff", "RedisSource", "subscribe"),
+    "terminus.service.sdk.tee": ("TeeCall", "TeeTransport"),
     "terminus.service.sdk.updates": (
         "Interrupted",
         "SourceUnavailable",
@@ -104,6 +107,8 @@ __all__ = [
     "SubscriberError",
     "SubscriptionDenied",
     "SubscriptionRefused",
+    "TeeCall",
+    "TeeTransport",
     "TerminusError",
     "ToolOutcome",
     "TurnCancelled",

@@ -28,9 +28,10 @@ token for another session, an operator token on a session endpoint, or a produce
 route but its session's producer routes: 403. `/v1/turns/{id}` also takes an operator token with
 `?session=`. Request bodies are refused unread, but on the producer routes, which read theirs
 within their own bounds (413, service/gateway/bodies.py; heads are bounded by
-service/gateway/heads.py), each token may open at most `stream_opens` update streams per `stream_window_s` and hold at
-most `max_streams` open at once (`TERMINUS_MAX_STREAMS_PER_TOKEN`; 429 with `Retry-After`), so a
-misbehaving or leaked client can neither make the gateway hammer Redis nor hold every connection.
+service/gateway/heads.py), each token may open at most `stream_opens` update streams per
+`stream_window_s` and hold at most `max_streams` open at once
+(`TERMINUS_MAX_STREAMS_PER_TOKEN`; 429 with `Retry-After`), so a misbehaving or leaked client
+can neither make the gateway hammer Redis nor hold every connection.
 
 While Redis cannot be reached, a route that reads it answers 503 with `Retry-After: 1` (and
 `/healthz` 503), never a 500.
