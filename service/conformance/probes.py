@@ -124,6 +124,7 @@ PROBES: Final = (
     Probe(200, "GET", TURN, "/v1/turns/{finished}"),
     Probe(400, "GET", TURN, "/v1/turns/{finished}", token="operator"),
     Probe(401, "GET", TURN, "/v1/turns/{finished}", token="forged"),
+    Probe(403, "GET", TURN, "/v1/turns/{finished}", token="producer"),
     Probe(404, "GET", TURN, "/v1/turns/no-such-turn"),
     Probe(
         410, "GET", TURN, "/v1/turns/{archived}", token="operator", query={"session": "{session}"}
@@ -260,6 +261,7 @@ PROBES: Final = (
     Probe(204, "POST", COOKIE_PATH, COOKIE_PATH),
     Probe(400, "POST", COOKIE_PATH, COOKIE_PATH, headers=BAD_LENGTH),
     Probe(401, "POST", COOKIE_PATH, COOKIE_PATH, token="expired"),
+    Probe(403, "POST", COOKIE_PATH, COOKIE_PATH, token="producer"),
     Probe(413, "POST", COOKIE_PATH, COOKIE_PATH, body=BODY),
     Probe(200, "GET", COOKIE_PATH, COOKIE_PATH, token="operator", via="cookie"),
     Probe(200, "GET", COOKIE_PATH, COOKIE_PATH, token="none"),
