@@ -47,6 +47,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType, TracebackType
 from typing import Any, Final, Self
 
+import httpx
+
 from terminus.events.adapters import UpstreamLimits
 from terminus.service.sdk.bodies import ACCEPT_ENCODING, BodyError, Inflater
 from terminus.service.sdk.steps import Attempt
@@ -72,9 +74,11 @@ class TeeCall:
             _bound.reset(token)
 
 
-class TeeTransport:
+class TeeTransport(httpx.AsyncBaseTransport):
     """Passes every request to `transport` (an `httpx` or `httpx2` async transport); one made
-    inside a `TeeCall` is recorded as its attempt, byte for byte as the SDK reads the response."""
+    inside a `TeeCall` is recorded as its attempt, byte for byte as the SDK reads the response.
+    It is an `httpx` transport to type checkers; an `httpx2` client takes it as well (it checks
+    no type at run time: `cast(httpx2.AsyncBaseTransport, tee)` for a type checker)."""
 
     def __init__(self, transport: Any) -> None:
         self.transport = transport
@@ -85,7 +89,7 @@ class TeeTransport:
         """The provider call that runs `ask` as each attempt of a turn (`TurnRunner.run_turn`)."""
         return TeeCall(ask, provider, model)
 
-    async def handle_async_request(self, request: Any) -> Any:
+    async def handle_async_request(self, request: Any) -> Any:  # an httpx or httpx2 request
         attempt = _bound.get()
         if attempt is None or attempt.ended:
             return await self.transport.handle_async_request(request)

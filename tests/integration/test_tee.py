@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import anthropic
 import httpx
@@ -140,7 +140,8 @@ async def test_a_teed_sdk_turn_is_what_simulate_gives(
     seen: list[str] = []
     calls: list[int] = []
     tee = TeeTransport(httpx2.AsyncHTTPTransport())
-    async with fake_provider(replies) as fake, httpx2.AsyncClient(transport=tee) as http:
+    transport = cast("httpx2.AsyncBaseTransport", tee)  # an httpx transport to mypy
+    async with fake_provider(replies) as fake, httpx2.AsyncClient(transport=transport) as http:
         client = case.make(fake.url, http)
 
         async def ask(attempt: Attempt) -> None:
