@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from serving import running_worker, serving
 
 from terminus.events.codec import decode_message
-from terminus.events.outbound import Retrying, SessionUpdate
+from terminus.events.outbound import AgentError, Retrying, SessionUpdate
 from terminus.service.cli.simulate import simulate
 from terminus.service.gateway.producing import ProducerRate
 from terminus.service.gateway.routes import Limits, create_gateway
@@ -81,7 +81,7 @@ async def decision(http: httpx.AsyncClient, path: str, session: str, after: str)
 def comparable(frame: SessionUpdate) -> SessionUpdate:
     """Without its cursor, and a retry's reset time without the producer's clock."""
     frame = msgspec.structs.replace(frame, cursor=None)
-    if isinstance(frame, Retrying) and frame.error is not None:
+    if isinstance(frame, Retrying | AgentError) and frame.error is not None:
         error = msgspec.structs.replace(frame.error, reset_at_epoch_ms=None)
         frame = msgspec.structs.replace(frame, error=error)
     return frame

@@ -18,10 +18,10 @@ import pytest
 from redis.asyncio import Redis
 from serving import running_worker
 
-from terminus.events.outbound import Retrying, SessionUpdate
+from terminus.events.outbound import AgentError, Retrying, SessionUpdate
 from terminus.service.cli.simulate import simulate
 from terminus.service.sdk.producer import Producer
-from terminus.service.sdk.runner import TurnRunner
+from terminus.service.sdk.runner import TurnFailed, TurnRunner
 from terminus.service.sdk.steps import Attempt
 from terminus.service.sdk.tee import TeeTransport
 from terminus.service.sdk.views import session_updates
@@ -45,6 +45,8 @@ RATE_LIMITED = {
     "x-should-retry": "true",
 }
 RATE_BODY = b'{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}'
+OVERLOADED = {"content-type": "application/json", "retry-after": "0"}
+OVERLOADED_BODY = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
 
 
 class Client(NamedTuple):
@@ -92,10 +94,10 @@ CLIENTS = {
 
 
 def comparable(frame: SessionUpdate) -> SessionUpdate:
-    """The frame without its cursor, and a retry's reset time (the producer's clock plus the
+    """The frame without its cursor, and an error's reset time (the producer's clock plus the
     delay, where simulate's clock is 0) without the clock."""
     frame = msgspec.structs.replace(frame, cursor=None)
-    if isinstance(frame, Retrying) and frame.error is not None:
+    if isinstance(frame, Retrying | AgentError) and frame.error is not None:
         error = msgspec.structs.replace(frame.error, reset_at_epoch_ms=None)
         frame = msgspec.structs.replace(frame, error=error)
     return frame
@@ -154,6 +156,33 @@ async def test_a_teed_sdk_turn_is_what_simulate_gives(
     expected = simulate(files, provider=case.provider, session_id=session, turn_id=turn)
     assert expected.state == "finished"
     assert message == expected.message
+    frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
+    assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]
+
+
+@pytest.mark.parametrize("name", list(CLIENTS))
+async def test_a_provider_overloaded_until_the_cap_fails_the_turn_as_simulate_says(
+    runner: TurnRunner, redis: Redis, prefix: str, tmp_path: Path, name: str
+) -> None:
+    case = CLIENTS[name]
+    session, turn = f"s-tee-{name}-529", f"t-tee-{name}-529"
+    recorded = tmp_path / "529.json"
+    body = json.loads(OVERLOADED_BODY)
+    recorded.write_text(json.dumps({"status_code": 529, "headers": OVERLOADED, "body": body}))
+    tee = TeeTransport(httpx2.AsyncHTTPTransport())
+    transport = cast("httpx2.AsyncBaseTransport", tee)
+    replies = [Reply(529, OVERLOADED_BODY, OVERLOADED)] * 3
+    async with fake_provider(replies) as fake, httpx2.AsyncClient(transport=transport) as http:
+        client = case.make(fake.url, http)
+
+        async def ask(attempt: Attempt) -> None:
+            await case.ask(client, [])
+
+        with pytest.raises(TurnFailed) as failed:
+            await runner.run_turn(session, turn, tee.call(ask, case.provider))
+    assert failed.value.error.type == "provider_unavailable"
+    expected = simulate([recorded] * 3, provider=case.provider, session_id=session, turn_id=turn)
+    assert expected.state == "failed"
     frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
     assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]
 
