@@ -68,13 +68,18 @@ async def post_attempt(
 
 async def decision(http: httpx.AsyncClient, path: str, session: str, after: str) -> str:
     """The type of the first command about the turn after `after`, read from the SSE route."""
+    return (await command(http, path, session, after))["type"]
+
+
+async def command(http: httpx.AsyncClient, path: str, session: str, after: str) -> Any:
+    """The first command about the turn after `after`, read from the SSE route."""
     query = {"from": after, "until_decision": "1"}
     headers = producer_token(session)
     async with http.stream("GET", path + "/commands", params=query, headers=headers) as answer:
         assert answer.status_code == 200
         async for line in answer.aiter_lines():
-            if line.startswith("event: "):
-                return line.removeprefix("event: ")
+            if line.startswith("data: "):
+                return json.loads(line.removeprefix("data: "))
     raise AssertionError("the commands stream ended without a command")
 
 
@@ -145,6 +150,44 @@ async def test_a_cut_and_a_429_are_retried_as_simulate_says(
     files[1].write_text(json.dumps(recorded))
     files[2].write_bytes(ANSWER)
     expected = simulate(files, provider="anthropic", session_id=session, turn_id=turn)
+    assert expected.state == "finished"
+    message, frames = await committed(gateway, session, turn)
+    assert message == expected.message
+    assert frames == [comparable(f) for f in expected.updates]
+
+
+async def test_tool_results_and_the_next_step_posted_as_simulate_says(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    session, turn = "s-http-tools", "t-http-tools"
+    path = f"{gateway.base}/v1/sessions/{session}/turns/{turn}"
+    tool_use = STREAMS / "anthropic/tool-use-recorded-fantasy.sse"
+    async with httpx.AsyncClient(timeout=30) as http:
+        first = (await post_attempt(http, path, session, tool_use.read_bytes())).json()
+        required = await command(http, path, session, first["commands_from"])
+        assert required["type"] == "tools_required"
+        outcomes = [
+            {"type": "tool-result", "tool_call_id": tool["tool_call_id"], "output": "22 C"}
+            for tool in required["tools"]
+        ]
+        published = await http.post(
+            path + "/events",
+            headers=producer_token(session),
+            json={"events": outcomes, "next_seq": first["next_seq"]},
+        )
+        assert published.status_code == 200, published.text
+        second = await post_attempt(http, path, session, ANSWER, **{"x-terminus-step": "2"})
+        assert (second.json()["step"], second.json()["attempt"]) == (2, 1)
+        assert await decision(http, path, session, second.json()["commands_from"]) == (
+            "turn_concluded"
+        )
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(json.dumps(o) + "\n" for o in outcomes))
+    whole = tmp_path / "whole.sse"
+    whole.write_bytes(ANSWER)
+    expected = simulate(
+        [tool_use, results, whole], provider="anthropic", session_id=session, turn_id=turn
+    )
     assert expected.state == "finished"
     message, frames = await committed(gateway, session, turn)
     assert message == expected.message
