@@ -68,7 +68,8 @@ async def post_attempt(
 
 async def decision(http: httpx.AsyncClient, path: str, session: str, after: str) -> str:
     """The type of the first command about the turn after `after`, read from the SSE route."""
-    return (await command(http, path, session, after))["type"]
+    kind: str = (await command(http, path, session, after))["type"]
+    return kind
 
 
 async def command(http: httpx.AsyncClient, path: str, session: str, after: str) -> Any:
