@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     )
     from terminus.service.sdk.subscriber import Backoff, RedisSource, subscribe
     from terminus.service.sdk.tee import TeeCall, TeeTransport
+    from terminus.service.sdk.tee_sync import SyncTeeCall, SyncTeeTransport
     from terminus.service.sdk.updates import (
         Interrupted,
         SourceUnavailable,
@@ -77,6 +78,7 @@ _HOMES: Final = {
     ),
     "terminus.service.sdk.subscriber": ("Backoff", "RedisSource", "subscribe"),
     "terminus.service.sdk.tee": ("TeeCall", "TeeTransport"),
+    "terminus.service.sdk.tee_sync": ("SyncTeeCall", "SyncTeeTransport"),
     "terminus.service.sdk.updates": (
         "Interrupted",
         "SourceUnavailable",
@@ -107,6 +109,8 @@ __all__ = [
     "SubscriberError",
     "SubscriptionDenied",
     "SubscriptionRefused",
+    "SyncTeeCall",
+    "SyncTeeTransport",
     "TeeCall",
     "TeeTransport",
     "TerminusError",

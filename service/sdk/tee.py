@@ -36,6 +36,7 @@ typed error, `TurnCancelled`, `TurnRefused`). Give the SDK `max_retries=0`: term
 retries; a retry of the SDK's own would be a second request in one attempt, which the tee
 passes on unrecorded. A request made outside `tee.call` passes through untouched. The tee asks
 for the codings it decodes (`accept-encoding: gzip, deflate`) on the requests it records.
+Synchronous clients: service/sdk/tee_sync.py.
 """
 
 from __future__ import annotations
@@ -99,12 +100,7 @@ class TeeTransport(httpx.AsyncBaseTransport):
         except self.http.TransportError as exc:
             await attempt.report_transport_error(exc)
             raise
-        coding = response.headers.get("content-encoding", "")
-        sink: _Sink
-        if 200 <= response.status_code < 300:
-            sink = _Stream(attempt, coding)
-        else:
-            sink = _Error(attempt, response.status_code, dict(response.headers), coding)
+        sink = sink_for(attempt, response.status_code, dict(response.headers))
         stream = _tee_class(self.http.AsyncByteStream)(response.stream, sink)
         return type(response)(
             response.status_code,
@@ -129,7 +125,15 @@ class TeeTransport(httpx.AsyncBaseTransport):
         await self.transport.__aexit__(exc_type, exc_value, traceback)
 
 
-class _Sink:
+def sink_for(attempt: Attempt, status: int, headers: dict[str, str]) -> Sink:
+    """Where the bytes of a response with `status` and `headers` go (the sync tee's too)."""
+    coding = headers.get("content-encoding", "")
+    if 200 <= status < 300:
+        return _Stream(attempt, coding)
+    return _Error(attempt, status, headers, coding)
+
+
+class Sink:
     """Where the tee puts the bytes of one response, and what it does at their end."""
 
     def __init__(self, attempt: Attempt, coding: str) -> None:
@@ -145,7 +149,7 @@ class _Sink:
         raise NotImplementedError
 
 
-class _Stream(_Sink):
+class _Stream(Sink):
     """A 2xx body: each decoded piece to the adapter; at its end, whole or cut, the attempt
     is closed."""
 
@@ -171,7 +175,7 @@ class _Stream(_Sink):
         await self.attempt.publisher.close_attempt()
 
 
-class _Error(_Sink):
+class _Error(Sink):
     """A non-2xx answer: its body's first bytes (to the error-body bound) kept, and reported
     with the status and headers once the SDK has read it."""
 
@@ -207,7 +211,7 @@ def _tee_class(base: type) -> type[_Tee]:
 class _Tee:
     """The response's bytes, unchanged, for the SDK; each also goes to the sink first."""
 
-    def __init__(self, stream: Any, sink: _Sink) -> None:
+    def __init__(self, stream: Any, sink: Sink) -> None:
         self.stream, self.sink = stream, sink
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -225,4 +229,4 @@ class _Tee:
             await self.stream.aclose()
 
 
-__all__ = ["TeeCall", "TeeTransport"]
+__all__ = ["Sink", "TeeCall", "TeeTransport", "sink_for"]

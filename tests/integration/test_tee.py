@@ -24,6 +24,7 @@ from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.runner import TurnFailed, TurnRunner
 from terminus.service.sdk.steps import Attempt
 from terminus.service.sdk.tee import TeeTransport
+from terminus.service.sdk.tee_sync import SyncTeeTransport
 from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
 from tests.support.fake_provider import Reply, fake_provider
@@ -52,7 +53,7 @@ OVERLOADED_BODY = b'{"type":"error","error":{"type":"overloaded_error","message"
 class Client(NamedTuple):
     provider: str
     answer: bytes
-    make: Callable[[str, httpx2.AsyncClient], Any]  # base URL, http client -> the SDK client
+    make: Callable[[str, Any], Any]  # base URL, http client (async or not) -> the SDK client
     ask: Callable[[Any, list[str]], Any]  # the SDK client, what the app saw -> one request
 
 
@@ -196,3 +197,63 @@ async def test_requests_outside_a_turn_pass_through(redis: Redis, prefix: str) -
         response = await http.post(fake.url + "/v1/messages", json={})
     assert response.content == ANTHROPIC
     assert await redis.keys(f"{prefix}*") == []
+
+
+def ask_anthropic_sync(client: anthropic.Anthropic, seen: list[str]) -> None:
+    with client.messages.stream(
+        model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        for text in stream.text_stream:
+            seen.append(text)
+
+
+def ask_openai_sync(client: openai.OpenAI, seen: list[str]) -> None:
+    stream = client.chat.completions.create(
+        model="gpt-x", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    for chunk in stream:
+        for choice in chunk.choices:
+            seen.append(choice.delta.content or "")
+
+
+SYNC_CLIENTS = {
+    "anthropic": Client(
+        "anthropic",
+        ANTHROPIC,
+        lambda url, http: anthropic.Anthropic(
+            api_key="k", base_url=url, http_client=http, max_retries=0
+        ),
+        ask_anthropic_sync,
+    ),
+    "openai": Client(
+        "openai-chat",
+        OPENAI_CHAT,
+        lambda url, http: openai.OpenAI(
+            api_key="k", base_url=url + "/v1", http_client=http, max_retries=0
+        ),
+        ask_openai_sync,
+    ),
+}
+
+
+@pytest.mark.parametrize("scene", ["clean", "cut", "429"])
+@pytest.mark.parametrize("name", list(SYNC_CLIENTS))
+async def test_a_teed_sync_sdk_turn_is_what_simulate_gives(
+    runner: TurnRunner, redis: Redis, prefix: str, tmp_path: Path, name: str, scene: str
+) -> None:
+    case = SYNC_CLIENTS[name]
+    replies, files = scenario(scene, case.answer, tmp_path)
+    session, turn = f"s-sync-{name}-{scene}", f"t-sync-{name}-{scene}"
+    seen: list[str] = []
+    tee = SyncTeeTransport(httpx2.HTTPTransport())
+    transport = cast("httpx2.BaseTransport", tee)  # an httpx transport to mypy
+    async with fake_provider(replies) as fake:
+        with httpx2.Client(transport=transport) as http:
+            client = case.make(fake.url, http)
+            call = tee.call(lambda attempt: case.ask(client, seen), case.provider)
+            message = await runner.run_turn(session, turn, call)
+    assert "".join(seen)
+    expected = simulate(files, provider=case.provider, session_id=session, turn_id=turn)
+    assert message == expected.message
+    frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
+    assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]
