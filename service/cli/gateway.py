@@ -60,13 +60,14 @@ def _gateway(args: argparse.Namespace) -> int:
 def _token(args: argparse.Namespace) -> int:
     from terminus.service.gateway.tokens import TokenError, local_keyring, mint
 
-    if (args.session is None) == (not args.admin):
-        raise SystemExit("terminus token: give a SESSION or --admin (not both)")
+    if (args.session is None) == (not args.admin) or (args.producer and args.admin):
+        raise SystemExit("terminus token: give a SESSION (or --producer SESSION) or --admin")
     try:
         secret = local_keyring(os.environ)
     except TokenError as exc:
         raise SystemExit(f"terminus token: {exc}") from None
-    sys.stdout.write(mint(secret, args.session, int(time.time()) + args.ttl) + "\n")
+    expires = int(time.time()) + args.ttl
+    sys.stdout.write(mint(secret, args.session, expires, producer=args.producer) + "\n")
     return 0
 
 
@@ -92,6 +93,11 @@ def add_gateway_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
     token.add_argument("session", nargs="?", default=None, metavar="SESSION")
     token.add_argument("--admin", action="store_true", help="an operator token")
+    token.add_argument(
+        "--producer",
+        action="store_true",
+        help="a producer token: publishes attempts into SESSION over HTTP, reads nothing",
+    )
     token.add_argument(
         "--ttl",
         type=ttl_seconds,

@@ -19,6 +19,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from terminus.service.conformance.scenario import SCENE, Scene
+from terminus.service.gateway.producing import ProducerRate
 from terminus.service.gateway.routes import Limits, create_gateway
 from terminus.service.gateway.sign_in import COOKIE
 from terminus.service.gateway.tokens import mint
@@ -26,7 +27,9 @@ from terminus.service.redis.connect import no_resends
 from terminus.service.redis.embedded import free_port
 from terminus.service.settings import Settings
 
-Token = Literal["session", "quiet", "other", "operator", "expired", "forged", "none"]
+Token = Literal[
+    "session", "quiet", "other", "operator", "expired", "forged", "none", "producer"
+]
 Via = Literal["bearer", "cookie", "query"]
 Gateway = Literal["main", "limited", "unreachable"]
 
@@ -73,6 +76,9 @@ COOKIE_PATH: Final = "/v1/session-cookie"
 STATIC: Final = "/inspect/static/{path}"
 UI_TURN: Final = "/v1/sessions/{session_id}/turns/{turn_id}/ui-message-stream"
 UI_OPEN: Final = "/v1/sessions/{session_id}/ui-message-stream"
+ATTEMPTS: Final = "/v1/sessions/{session_id}/turns/{turn_id}/attempts"
+EVENTS: Final = "/v1/sessions/{session_id}/turns/{turn_id}/events"
+COMMANDS: Final = "/v1/sessions/{session_id}/turns/{turn_id}/commands"
 
 _updates, _messages = "/v1/sessions/{session}/updates", "/v1/sessions/{session}/messages"
 _cancel = "/v1/sessions/{session}/turns/{turn}/cancel"
@@ -80,6 +86,34 @@ _ui_turn = "/v1/sessions/{session}/turns/{finished}/ui-message-stream"
 _ui_open = "/v1/sessions/{session}/ui-message-stream"
 BODY: Final = b"{}"  # every route refuses a body
 BAD_LENGTH: Final = {"Content-Length": "x"}  # uvicorn refuses it first; another server may not
+_turn = "/v1/sessions/{session}/turns/"
+ANTHROPIC: Final = {"x-terminus-provider": "anthropic"}
+ANSWER: Final = b"".join(  # a whole Anthropic answer, as its SSE
+    b"event: %s\ndata: %s\n\n" % (kind.encode(), data.encode())
+    for kind, data in (
+        (
+            "message_start",
+            '{"type":"message_start","message":{"id":"m","model":"x",'
+            '"usage":{"input_tokens":1,"output_tokens":0}}}',
+        ),
+        (
+            "content_block_start",
+            '{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}',
+        ),
+        (
+            "content_block_delta",
+            '{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}',
+        ),
+        ("content_block_stop", '{"type":"content_block_stop","index":0}'),
+        (
+            "message_delta",
+            '{"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+            '"usage":{"output_tokens":1}}',
+        ),
+        ("message_stop", '{"type":"message_stop"}'),
+    )
+)
+TOOL_ERROR: Final = b'{"events":[{"type":"tool-error","tool_call_id":"probe","error":"probe"}]}'
 
 PROBES: Final = (
     Probe(200, "GET", UPDATES, _updates, via="query", query={"until_end": "1"}),
@@ -114,6 +148,7 @@ PROBES: Final = (
     Probe(200, "GET", TURN, "/v1/turns/{finished}"),
     Probe(400, "GET", TURN, "/v1/turns/{finished}", token="operator"),
     Probe(401, "GET", TURN, "/v1/turns/{finished}", token="forged"),
+    Probe(403, "GET", TURN, "/v1/turns/{finished}", token="producer"),
     Probe(404, "GET", TURN, "/v1/turns/no-such-turn"),
     Probe(
         410, "GET", TURN, "/v1/turns/{archived}", token="operator", query={"session": "{session}"}
@@ -129,6 +164,109 @@ PROBES: Final = (
     Probe(400, "POST", CANCEL, _cancel.replace("{turn}", "{live}"), headers=BAD_LENGTH),
     Probe(413, "POST", CANCEL, _cancel.replace("{turn}", "{live}"), body=BODY),
     Probe(503, "POST", CANCEL, _cancel.replace("{turn}", "{live}"), gateway="unreachable"),
+    Probe(
+        200,
+        "POST",
+        ATTEMPTS,
+        _turn + "contract-produced/attempts",
+        token="producer",
+        headers=ANTHROPIC,
+        body=ANSWER,
+    ),
+    Probe(400, "POST", ATTEMPTS, _turn + "{live}/attempts", token="producer"),
+    Probe(401, "POST", ATTEMPTS, _turn + "{live}/attempts", token="none", headers=ANTHROPIC),
+    Probe(403, "POST", ATTEMPTS, _turn + "{live}/attempts", headers=ANTHROPIC),
+    Probe(
+        404,
+        "POST",
+        ATTEMPTS,
+        _turn + "no-such-turn/attempts",
+        token="producer",
+        headers={**ANTHROPIC, "x-terminus-attempt": "2"},
+    ),
+    Probe(
+        409, "POST", ATTEMPTS, _turn + "{finished}/attempts", token="producer", headers=ANTHROPIC
+    ),
+    Probe(
+        429,
+        "POST",
+        ATTEMPTS,
+        _turn + "{finished}/attempts",
+        token="producer",
+        headers=ANTHROPIC,
+        gateway="limited",
+        repeat=2,
+    ),
+    Probe(
+        503,
+        "POST",
+        ATTEMPTS,
+        _turn + "{live}/attempts",
+        token="producer",
+        headers=ANTHROPIC,
+        gateway="unreachable",
+    ),
+    Probe(200, "POST", EVENTS, _turn + "{live}/events", token="producer", body=TOOL_ERROR),
+    Probe(400, "POST", EVENTS, _turn + "{live}/events", token="producer", body=BODY),
+    Probe(401, "POST", EVENTS, _turn + "{live}/events", token="none", body=TOOL_ERROR),
+    Probe(403, "POST", EVENTS, _turn + "{live}/events", body=TOOL_ERROR),
+    Probe(404, "POST", EVENTS, _turn + "no-such-turn/events", token="producer", body=TOOL_ERROR),
+    Probe(409, "POST", EVENTS, _turn + "{finished}/events", token="producer", body=TOOL_ERROR),
+    Probe(
+        429,
+        "POST",
+        EVENTS,
+        _turn + "{finished}/events",
+        token="producer",
+        body=TOOL_ERROR,
+        gateway="limited",
+        repeat=2,
+    ),
+    Probe(
+        503,
+        "POST",
+        EVENTS,
+        _turn + "{live}/events",
+        token="producer",
+        body=TOOL_ERROR,
+        gateway="unreachable",
+    ),
+    Probe(
+        200,
+        "GET",
+        COMMANDS,
+        _turn + "{finished}/commands",
+        token="producer",
+        query={"from": "0-0"},
+    ),
+    Probe(
+        400,
+        "GET",
+        COMMANDS,
+        _turn + "{finished}/commands",
+        token="producer",
+        headers={"Last-Event-ID": "abc"},
+    ),
+    Probe(401, "GET", COMMANDS, _turn + "{finished}/commands", token="none"),
+    Probe(403, "GET", COMMANDS, _turn + "{finished}/commands", query={"from": "0-0"}),
+    Probe(
+        429,
+        "GET",
+        COMMANDS,
+        _turn + "{finished}/commands",
+        token="producer",
+        query={"from": "0-0"},
+        gateway="limited",
+        repeat=2,
+    ),
+    Probe(
+        503,
+        "GET",
+        COMMANDS,
+        _turn + "{finished}/commands",
+        token="producer",
+        gateway="unreachable",
+    ),
     Probe(200, "GET", TIMELINE, "/v1/turns/{finished}/timeline", via="cookie"),
     Probe(400, "GET", TIMELINE, "/v1/turns/{finished}/timeline", headers=BAD_LENGTH),
     Probe(401, "GET", TIMELINE, "/v1/turns/{finished}/timeline", token="none"),
@@ -147,6 +285,7 @@ PROBES: Final = (
     Probe(204, "POST", COOKIE_PATH, COOKIE_PATH),
     Probe(400, "POST", COOKIE_PATH, COOKIE_PATH, headers=BAD_LENGTH),
     Probe(401, "POST", COOKIE_PATH, COOKIE_PATH, token="expired"),
+    Probe(403, "POST", COOKIE_PATH, COOKIE_PATH, token="producer"),
     Probe(413, "POST", COOKIE_PATH, COOKIE_PATH, body=BODY),
     Probe(200, "GET", COOKIE_PATH, COOKIE_PATH, token="operator", via="cookie"),
     Probe(200, "GET", COOKIE_PATH, COOKIE_PATH, token="none"),
@@ -175,6 +314,9 @@ PROBES: Final = (
 )
 
 
+LIMITED: Final = Limits(stream_opens=1, producer_rate=ProducerRate(per_s=0.01, burst=1))
+
+
 def _token(kind: Token, scene: Scene) -> str:
     later = int(time.time()) + 600
     match kind:
@@ -190,6 +332,8 @@ def _token(kind: Token, scene: Scene) -> str:
             return mint(SECRET, scene.session, int(time.time()) - 1)
         case "forged":
             return mint(b"not-the-gateways-secret-0123456", None, later)
+        case "producer":
+            return mint(SECRET, scene.session, later, producer=True)
         case "none":
             return ""
 
@@ -224,7 +368,7 @@ async def ask(redis: Redis, settings: Settings, scene: Scene = SCENE) -> list[An
         answers = []
         for probe in PROBES:
             app = gateways.get(probe.gateway) or await _running(
-                stack, create_gateway(redis, settings, SECRET, Limits(stream_opens=1))
+                stack, create_gateway(redis, settings, SECRET, LIMITED)
             )
             answers.append(await _send(app, probe, scene))
         return answers

@@ -42,6 +42,25 @@ class CancelRefused(msgspec.Struct, frozen=True):
     state: TurnState
 
 
+class AttemptPublished(msgspec.Struct, frozen=True):
+    """`POST .../attempts`: the attempt is published; its decision is read on the commands
+    route from `commands_from`, and the tool outcomes of its step are numbered from `next_seq`."""
+
+    session_id: str
+    turn_id: str
+    step: int
+    attempt: int
+    next_seq: int
+    commands_from: str
+
+
+class EventsPublished(msgspec.Struct, frozen=True):
+    """`POST .../events`: how many events were published, and the attempt's next seq."""
+
+    published: int
+    next_seq: int
+
+
 class RecentTurns(msgspec.Struct, frozen=True):
     """`GET /v1/admin/turns`: the turns that changed state last, newest first."""
 
@@ -70,6 +89,8 @@ OPENAPI_TYPES: Final = {
         MessagesPage,
         CancelAccepted,
         CancelRefused,
+        AttemptPublished,
+        EventsPublished,
         Problem,
         RecentTurns,
         SignedIn,

@@ -8,7 +8,7 @@ here that no route answers, fails the route probes (service/conformance, which
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from terminus.events.versions import CURRENT
 from terminus.service.contract import ui_routes
@@ -107,6 +107,7 @@ def _turn() -> Operation:
             "200": json_answer("the turn", "Turn"),
             "400": bad_request("an operator token without ?session="),
             "401": UNAUTHORIZED,
+            "403": problem("a producer token: it reads nothing"),
             "404": problem("no such turn in the session"),
             "410": ARCHIVED,
             "413": TOO_LARGE,
@@ -137,6 +138,88 @@ def _cancel() -> Operation:
             "503": UNREACHABLE,
         },
         "security": WRITE_SECURITY,
+    }
+
+
+PRODUCER_SECURITY: Final = WRITE_SECURITY  # a producer token (terminus token --producer)
+NOT_PRODUCER: Final = problem(
+    "not a producer token (terminus token --producer), or one of another session"
+)
+PRODUCER_RATE: Final = problem("too many requests for this producer token", retry_after=True)
+ENDED: Final = problem("the turn has ended, or its id is another session's turn")
+
+
+def _attempts() -> Operation:
+    return {
+        "summary": "Publish one attempt: the provider's raw response streamed as the body",
+        "description": "Headers: `x-terminus-provider` (as `terminus publish --provider`, "
+        "`openai-chat:<compat>` included), optional `x-terminus-model`, `x-terminus-step`, "
+        "`x-terminus-attempt`, `x-terminus-max-attempts`; `Content-Encoding` of the provider's "
+        "bytes. A non-2xx upstream answer: `x-terminus-upstream-status` and each provider header "
+        "as `x-terminus-upstream-header-<name>`, the body its error body. No answer at all: "
+        "`x-terminus-transport-error`. The turn's first attempt starts the turn. Answered once "
+        'the attempt is published (docs/producers.md, "Producers over HTTP").',
+        "parameters": [SESSION_ID, TURN_ID],
+        "responses": {
+            "200": json_answer("the attempt is published", "AttemptPublished"),
+            "400": problem("a header of the attempt's form is missing or malformed"),
+            "401": UNAUTHORIZED,
+            "403": NOT_PRODUCER,
+            "404": problem("a next attempt of a turn the workers have not seen"),
+            "409": ENDED,
+            "429": PRODUCER_RATE,
+            "503": UNREACHABLE,
+        },
+        "security": PRODUCER_SECURITY,
+    }
+
+
+def _turn_events() -> Operation:
+    return {
+        "summary": "Publish tool results or errors, or the turn's end, between attempts",
+        "description": 'A JSON body `{"events": [...], "next_seq": N}`, each event a '
+        "`tool-result` {tool_call_id, output}, a `tool-error` {tool_call_id, error} or a "
+        "`turn-ended` {reason}, published as the current attempt's next ones.",
+        "parameters": [SESSION_ID, TURN_ID],
+        "responses": {
+            "200": json_answer("the events are published", "EventsPublished"),
+            "400": problem("not a list of events this route publishes"),
+            "401": UNAUTHORIZED,
+            "403": NOT_PRODUCER,
+            "404": problem("no such turn in this session"),
+            "409": ENDED,
+            "429": PRODUCER_RATE,
+            "503": UNREACHABLE,
+        },
+        "security": PRODUCER_SECURITY,
+    }
+
+
+def _commands() -> Operation:
+    return {
+        "summary": "The turn's producer commands (the workers' decisions) as Server-Sent Events",
+        "description": "`id:` the command's entry id, `event:` its type, `data:` its JSON "
+        '(docs/producers.md, "The commands stream"). Starts after `from` (an attempt\'s '
+        "`commands_from`) or `Last-Event-ID`, else at the end; ends after `turn_concluded` or "
+        "`turn_refused`, or after the first command with `until_decision=1`.",
+        "parameters": [
+            SESSION_ID,
+            TURN_ID,
+            LAST_EVENT_ID,
+            query_parameter("from", "an entry id to read after (as Last-Event-ID)"),
+            query_parameter("until_decision", "end after the first command", "boolean"),
+        ],
+        "responses": {
+            "200": text_answer("the commands, as Server-Sent Events", "text/event-stream"),
+            "400": problem("a malformed cursor"),
+            "401": UNAUTHORIZED,
+            "403": NOT_PRODUCER,
+            "429": problem(
+                "too many requests or streams for this producer token", retry_after=True
+            ),
+            "503": UNREACHABLE,
+        },
+        "security": PRODUCER_SECURITY,
     }
 
 
@@ -188,6 +271,7 @@ def _cookie() -> dict[str, Operation]:
                 "204": {"description": "signed in", "headers": SET_COOKIE},
                 "400": bad_request(),
                 "401": problem("no Bearer token, or a malformed, forged or expired one"),
+                "403": problem("a producer token: it reads nothing, so signs no browser in"),
                 "413": TOO_LARGE,
             },
             "security": WRITE_SECURITY,
@@ -255,6 +339,9 @@ def paths() -> dict[str, dict[str, Operation]]:
         },
         "/v1/turns/{turn_id}": {"get": _turn()},
         "/v1/sessions/{session_id}/turns/{turn_id}/cancel": {"post": _cancel()},
+        "/v1/sessions/{session_id}/turns/{turn_id}/attempts": {"post": _attempts()},
+        "/v1/sessions/{session_id}/turns/{turn_id}/events": {"post": _turn_events()},
+        "/v1/sessions/{session_id}/turns/{turn_id}/commands": {"get": _commands()},
         "/v1/turns/{turn_id}/timeline": {"get": _timeline()},
         "/v1/admin/turns": {"get": _recent_turns()},
         "/v1/session-cookie": _cookie(),
@@ -274,9 +361,10 @@ def openapi(schemas: dict[str, Any]) -> dict[str, Any]:
         "info": {
             "title": "terminus gateway",
             "version": str(CURRENT),
-            "description": "What frontends read over HTTP and Server-Sent Events, and a user's "
-            "Stop. Tokens are scoped to one session, or an operator's (terminus token). Every "
-            "answer also carries `Referrer-Policy: no-referrer`.",
+            "description": "What frontends read over HTTP and Server-Sent Events, a user's "
+            "Stop, and what producers publish over HTTP. Tokens are scoped to one session, to "
+            "one session's producer, or an operator's (terminus token). Every answer also "
+            "carries `Referrer-Policy: no-referrer`.",
         },
         "paths": paths(),
         "components": {

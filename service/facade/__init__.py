@@ -1,10 +1,11 @@
 """terminus: trustworthy LLM assistant turns over Redis Streams.
 
 This is the installed top-level package (its source lives in `service/facade/`): the public SDK,
-for producers (`TurnRunner` and the provider calls, `Producer`, `TurnPublisher`, and the
-`PersistedMessage` a turn ends with) and frontends (`subscribe`, `LiveSession` and the two
-sources), under one short name. Everything else is under `terminus.service`, `terminus.events`
-and `terminus.statemachines`; `python -m terminus` is the `terminus` command line.
+for producers (`TurnRunner` and the provider calls, `TeeTransport` for the official SDKs,
+`Producer`, `TurnPublisher`, and the `PersistedMessage` a turn ends with) and frontends
+(`subscribe`, `LiveSession` and the two sources), under one short name. Everything else is under
+`terminus.service`, `terminus.events` and `terminus.statemachines`; `python -m terminus` is the
+`terminus` command line.
 
 The names load on first use (PEP 562): `import terminus.events` runs this module first, and the
 pure core must not pull Redis and asyncio in with it (tests/unit/test_purity.py).
@@ -41,6 +42,8 @@ if TYPE_CHECKING:
     )
     from terminus.service.sdk.subscriber import Backoff, RedisSource, subscribe
     from terminus.service.sdk.subscription import Subscription
+    from terminus.service.sdk.tee import TeeCall, TeeTransport
+    from terminus.service.sdk.tee_sync import SyncTeeCall, SyncTeeTransport
     from terminus.service.sdk.updates import (
         Interrupted,
         SourceUnavailable,
@@ -78,6 +81,8 @@ _HOMES: Final = {
     ),
     "terminus.service.sdk.subscriber": ("Backoff", "RedisSource", "subscribe"),
     "terminus.service.sdk.subscription": ("Subscription",),
+    "terminus.service.sdk.tee": ("TeeCall", "TeeTransport"),
+    "terminus.service.sdk.tee_sync": ("SyncTeeCall", "SyncTeeTransport"),
     "terminus.service.sdk.updates": (
         "Interrupted",
         "SourceUnavailable",
@@ -110,6 +115,10 @@ __all__ = [
     "Subscription",
     "SubscriptionDenied",
     "SubscriptionRefused",
+    "SyncTeeCall",
+    "SyncTeeTransport",
+    "TeeCall",
+    "TeeTransport",
     "TerminusError",
     "ToolOutcome",
     "TurnCancelled",

@@ -1,4 +1,5 @@
-"""Request bodies: the gateway reads none (every route acts on its path, query and headers), so a
+"""Request bodies: the gateway reads none (every route acts on its path, query and headers) but
+the producer routes' (service/gateway/producing.py, which bound what they read themselves), so a
 request that declares one larger than the bound is refused before any route runs and before a
 byte of it is read.
 
@@ -15,6 +16,8 @@ instead of reading the body through to reach a next request.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -25,11 +28,16 @@ from terminus.service.gateway.params import BadParam, non_negative
 class BodyBound:
     """ASGI middleware: refuse a request whose body may exceed `max_body_bytes`, unread."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int = 0) -> None:
-        self.app, self.max_body_bytes = app, max_body_bytes
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_body_bytes: int = 0,
+        reads_body: Callable[[Scope], bool] = lambda scope: False,
+    ) -> None:
+        self.app, self.max_body_bytes, self.reads_body = app, max_body_bytes, reads_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and not self.reads_body(scope):
             refusal = _refusal(Headers(scope=scope), self.max_body_bytes)
             if refusal is not None:
                 await refusal(scope, receive, send)

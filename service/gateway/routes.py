@@ -16,6 +16,9 @@
                                      stream, from `start` (`?mode=hold|reset`)
     GET /v1/sessions/{id}/ui-message-stream   the same for the session's open turn; 204 when
                                      none is open (service/gateway/ui_messages.py)
+    POST /v1/sessions/{id}/turns/{turn}/attempts, .../events; GET .../commands
+                                     producers over HTTP, with a producer token
+                                     (service/gateway/producing.py)
     GET /healthz                     200 when Redis answers
     GET /metrics                     Prometheus text (operator token)
     /inspect, /v1/admin/turns, /v1/turns/{id}/timeline   the inspector (gateway/inspector.py)
@@ -25,12 +28,14 @@ Access: every session endpoint needs a token for that session (`service/gateway/
 (`service/gateway/sign_in.py`, what the inspector uses) or `?token=` (a browser's EventSource cannot
 send headers; the access log masks it, and every response says `Referrer-Policy: no-referrer`).
 The cookie and the query token authorise GET requests only. No token or a bad one: 401; a valid
-token for another session, or an operator token on a session endpoint: 403. `/v1/turns/{id}`
-also takes an operator token with `?session=`. Request bodies are refused
-unread (413, service/gateway/bodies.py; heads are bounded by service/gateway/heads.py), each
-token may open at most `stream_opens` update streams per `stream_window_s` and hold at
-most `max_streams` open at once (`TERMINUS_MAX_STREAMS_PER_TOKEN`; 429 with `Retry-After`), so a
-misbehaving or leaked client can neither make the gateway hammer Redis nor hold every connection.
+token for another session, an operator token on a session endpoint, or a producer token on any
+route but its session's producer routes: 403. `/v1/turns/{id}` also takes an operator token with
+`?session=`. Request bodies are refused unread, but on the producer routes, which read theirs
+within their own bounds (413, service/gateway/bodies.py; heads are bounded by
+service/gateway/heads.py), each token may open at most `stream_opens` update streams per
+`stream_window_s` and hold at most `max_streams` open at once
+(`TERMINUS_MAX_STREAMS_PER_TOKEN`; 429 with `Retry-After`), so a misbehaving or leaked client
+can neither make the gateway hammer Redis nor hold every connection.
 
 While Redis cannot be reached, a route that reads it answers 503 with `Retry-After: 1` (and
 `/healthz` 503), never a 500. A command Redis refuses the gateway's ACL user (NOPERM) is 503 too,
@@ -70,6 +75,7 @@ from terminus.service.gateway.follow import session_events
 from terminus.service.gateway.hub import Hub
 from terminus.service.gateway.inspector import NO_TURN, Inspector, archived_answer
 from terminus.service.gateway.params import BadParam, non_negative
+from terminus.service.gateway.producing import Buckets, ProducerRate, ProducerRoutes, reads_body
 from terminus.service.gateway.sign_in import COOKIE, NoReferrer, cookie_header
 from terminus.service.gateway.timeline import TurnArchived, load_turn
 from terminus.service.gateway.tokens import Grant, Keyring, TokenError, verify
@@ -99,7 +105,8 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     stream_opens: int = 20  # update streams one token may open per window
     stream_window_s: float = 10.0
     max_streams: int = 8  # update streams one token may hold open at once
-    max_body_bytes: int = 0  # no route reads a body (service/gateway/bodies.py)
+    max_body_bytes: int = 0  # no route reads a body but the producers' (gateway/bodies.py)
+    producer_rate: ProducerRate = ProducerRate()  # requests per producer token
 
 
 class _Denied(Exception):
@@ -185,6 +192,8 @@ def create_gateway(
     h = _Handlers(redis, settings, secret, limits, clock, hub)
     inspector = Inspector(redis, settings, h.grant_of, _Denied)
     guarded = _Guard(Alarm(user_of(url_of(settings))))
+    buckets = Buckets(limits.producer_rate, clock)
+    producing = ProducerRoutes(redis, settings, h.any_grant, _Denied, h.held_stream, buckets)
     routes = [
         Route("/v1/sessions/{session_id}/updates", guarded(h.updates)),
         Route("/v1/sessions/{session_id}/messages", guarded(h.messages)),
@@ -205,6 +214,7 @@ def create_gateway(
         Route("/v1/session-cookie", h.sign_out, methods=["DELETE"]),
         Route("/v1/session-cookie", guarded(h.signed_in), methods=["GET"]),
         *inspector.routes(guarded),
+        *producing.routes(guarded),
     ]
 
     @contextlib.asynccontextmanager
@@ -212,7 +222,10 @@ def create_gateway(
         yield
         await hub.close()
 
-    middleware = [Middleware(NoReferrer), Middleware(BodyBound, limits.max_body_bytes)]
+    middleware = [
+        Middleware(NoReferrer),
+        Middleware(BodyBound, limits.max_body_bytes, reads_body),
+    ]
     if settings.cors_origins:
         middleware.append(cors(settings.cors_origins))
     return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
@@ -235,6 +248,13 @@ class _Handlers:
         self.streams = _OpenStreams(limits)
 
     def grant_of(self, request: Request) -> tuple[str, Grant]:
+        """The grant of a token that may read (a session's or an operator's)."""
+        token, grant = self.any_grant(request)
+        if grant.producer:
+            raise _Denied(403, "a producer token may only publish into its session")
+        return token, grant
+
+    def any_grant(self, request: Request) -> tuple[str, Grant]:
         token = _bearer(request)
         if request.method == "GET":  # the cookie and the query only ever authorise reads
             token = (
@@ -310,6 +330,16 @@ class _Handlers:
                 raise _Denied(exc.status, exc.reason) from None
             raise
         return _HeldStream(chunks, release, UI_HEADERS)
+
+    def held_stream(self, token: str, frames: AsyncIterator[bytes]) -> Response:
+        """An SSE response of `frames`, counted among the streams `token` holds open."""
+        release = self.streams.hold(token)
+        try:
+            self.rate.admit(token)
+        except _Denied:
+            release()
+            raise
+        return _HeldStream(frames, release)
 
     async def messages(self, request: Request) -> Response:
         _, session = self.session_grant(request)

@@ -3,7 +3,9 @@
 The server's own bounds (docs/security.md, "Bounds of the gateway"): a request's head may be
 `http_max_head_bytes` long and must arrive within `http_head_timeout_s` (service/gateway/heads.py);
 a connection idle between requests is closed after `http_idle_timeout_s` (uvicorn's keep-alive
-timer); bodies are refused unread (service/gateway/bodies.py); WebSocket upgrades are not served.
+timer); bodies are refused unread (service/gateway/bodies.py), but on the producer routes, which
+read theirs within their own bounds (service/gateway/producing.py); WebSocket upgrades are not
+served.
 
 uvicorn runs the app's lifespan: on shutdown the hub's readers are cancelled and awaited
 (service/gateway/routes.py), before the Redis client they read with is closed.

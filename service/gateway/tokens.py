@@ -3,7 +3,9 @@ with an expiry and the id of the key that signed them (DESIGN section 7, docs/se
 
     v2.<key id>.<scope>.<expires>.<signature>
 
-`scope` is `s-` + the session id in unpadded base64url, or `admin`; `expires` is Unix seconds;
+`scope` is `s-` + the session id in unpadded base64url, `p-` + it for a producer token (it may
+publish into that session, through the producer routes, and read nothing: service/gateway/
+producing.py), or `admin`; `expires` is Unix seconds;
 `signature` is the unpadded base64url HMAC-SHA256 of everything before it, under the key named by
 `key id`. Tokens carry no other data: a token proves which session (or the operator role) its
 bearer may read, until when. Time enters as an argument, so verification is testable without a
@@ -44,6 +46,7 @@ VERSION: Final = "v2"
 LEGACY: Final = "v1"  # no key id: verified against every accepted key
 ADMIN: Final = "admin"
 SESSION_PREFIX: Final = "s-"
+PRODUCER_PREFIX: Final = "p-"
 SECRET_VAR: Final = "TERMINUS_TOKEN_SECRET"
 SECRETS_VAR: Final = "TERMINUS_TOKEN_SECRETS"
 KEYS_FILE_VAR: Final = "TERMINUS_TOKEN_KEYS_FILE"
@@ -56,10 +59,12 @@ class TokenError(TerminusError):
 
 
 class Grant(NamedTuple):
-    """What a valid token allows: one session's reads, or the operator's (`session` None)."""
+    """What a valid token allows: one session's reads, the operator's (`session` None), or
+    publishing into one session as its producer (`producer`), which reads nothing."""
 
     session: str | None
     expires: int
+    producer: bool = False
 
     @property
     def admin(self) -> bool:
@@ -89,11 +94,17 @@ class Keyring:
         return f"Keyring(current={self.current!r}, ids={list(self.keys)!r})"
 
 
-def mint(key: bytes | Keyring, session: str | None, expires: int) -> str:
-    """A token for `session` (None: an operator token) valid until Unix time `expires`, signed
-    with the current key."""
+def mint(key: bytes | Keyring, session: str | None, expires: int, producer: bool = False) -> str:
+    """A token for `session` (None: an operator token; `producer`: its producer's) valid until
+    Unix time `expires`, signed with the current key."""
     ring = Keyring.of(key)
-    scope = ADMIN if session is None else SESSION_PREFIX + _b64(session.encode())
+    if session is None:
+        if producer:
+            raise TokenError("a producer token names its session")
+        scope = ADMIN
+    else:
+        prefix = PRODUCER_PREFIX if producer else SESSION_PREFIX
+        scope = prefix + _b64(session.encode())
     body = f"{VERSION}.{ring.current}.{scope}.{expires}"
     return f"{body}.{_sign(ring.keys[ring.current], body)}"
 
@@ -134,13 +145,14 @@ def _grant(scope: str, expires_text: str, now: float) -> Grant:
         raise TokenError("token expired")
     if scope == ADMIN:
         return Grant(None, expires)
-    if not scope.startswith(SESSION_PREFIX):
+    producer = scope.startswith(PRODUCER_PREFIX)
+    if not producer and not scope.startswith(SESSION_PREFIX):
         raise TokenError("malformed token")
     try:
-        session = _unb64(scope.removeprefix(SESSION_PREFIX)).decode()
+        session = _unb64(scope[len(SESSION_PREFIX) :]).decode()
     except (binascii.Error, UnicodeDecodeError):
         raise TokenError("malformed token") from None
-    return Grant(session, expires)
+    return Grant(session, expires, producer)
 
 
 def local_keyring(env: Mapping[str, str], announce: Callable[[str], None] | None = None) -> Keyring:

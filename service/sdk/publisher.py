@@ -69,6 +69,14 @@ class TurnPublisher:
     def attempt(self) -> int:
         return self.order.attempt
 
+    def resume(self, step: int, attempt: int, next_seq: int) -> None:
+        """Go on from attempt `attempt` of `step`, started elsewhere, whose next seq is
+        `next_seq`: a producer whose earlier attempts another request published (the gateway's
+        producer routes, service/gateway/producing.py)."""
+        self.order.step, self.order.attempt, self.order.started = step, attempt, True
+        self.seqs = Seqs(next_seq)
+        self.ended = True  # that attempt's stream is not this publisher's to feed
+
     async def start(self, max_attempts: int | None = None, ts_ms: int | None = None) -> None:
         """Open the turn (`turn-started`)."""
         await self.emit(TurnStarted, max_attempts=max_attempts, ts_ms=self._now(ts_ms))

@@ -119,9 +119,9 @@ async def test_a_golden_log_folded_into_redis_is_what_the_asyncapi_document_says
 
 def test_the_check_fails_on_a_status_no_route_answers(answers: list[Answer]) -> None:
     document = openapi()
-    document["paths"]["/v1/turns/{turn_id}"]["get"]["responses"]["403"] = {"description": "x"}
+    document["paths"]["/v1/turns/{turn_id}"]["get"]["responses"]["418"] = {"description": "x"}
     assert mismatches(document, answers) == [
-        "GET /v1/turns/{turn_id}: openapi.json lists 403, which no probe obtained: remove it "
+        "GET /v1/turns/{turn_id}: openapi.json lists 418, which no probe obtained: remove it "
         "(service/contract/openapi.py) if the route cannot answer it, else add its probe "
         "(service/conformance/probes.py)"
     ]

@@ -215,3 +215,31 @@ def test_terminus_token_mints_with_the_current_key(tmp_path: Path) -> None:
     assert verify(ring, token, time.time()).admin
     with pytest.raises(TokenError, match="retired"):
         verify(Keyring({"k1": b"o" * 20}), token, time.time())
+
+
+@given(st.text(min_size=1, max_size=200))
+def test_a_producer_token_grants_publishing_into_its_session_only(session: str) -> None:
+    grant = verify(SECRET, mint(SECRET, session, NOW + 60, producer=True), NOW)
+    assert grant == Grant(session, NOW + 60, producer=True)
+    assert not grant.admin
+    assert not verify(SECRET, mint(SECRET, session, NOW + 60), NOW).producer
+
+
+def test_a_producer_token_names_its_session() -> None:
+    with pytest.raises(TokenError, match="names its session"):
+        mint(SECRET, None, NOW + 60, producer=True)
+
+
+def test_terminus_token_mints_a_producer_token(tmp_path: Path) -> None:
+    env = {**os.environ, "TERMINUS_TOKEN_SECRETS": f"k2:{'n' * 20}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "terminus", "token", "--producer", "s-1", "--ttl", "60"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    grant = verify(Keyring({"k2": b"n" * 20}), done.stdout.strip(), time.time())
+    assert (grant.session, grant.producer) == ("s-1", True)
