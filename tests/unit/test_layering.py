@@ -45,6 +45,8 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     "runtime": BASE | {"redis", "metrics", "fold", "retention"},
     # The gateway reads what the workers committed; it never runs or reaches into a worker.
     "gateway": BASE | {"redis", "metrics", "fold", "sdk"},
+    # Turns told as spans (issue 36): the log folded by the core, projected; never the worker.
+    "traces": BASE | {"redis", "fold", "retention"},
     # The published contract: the messages' types, the gateway's answer types and the key
     # layout; it describes what runs, and runs nothing.
     "contract": frozenset(("keys", EVENTS, MACHINES, ERRORS, "gateway")),
@@ -52,7 +54,7 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     "conformance": BASE | {"redis", "fold", "sdk", "runtime", "gateway"},
     "cli": BASE
     | {"redis", "metrics", "fold", "sdk", "retention", "runtime", "gateway", "contract"}
-    | {"conformance"},
+    | {"conformance", "traces"},
     "terminus": frozenset(("sdk", "cli", ERRORS)),
 }
 WORKER_PARTS: Final = ("fold", "runtime", "retention", "gateway", "cli")
