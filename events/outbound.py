@@ -170,6 +170,16 @@ class PersistedMessage(msgspec.Struct, frozen=True, kw_only=True):
     provider: str
     model: str
 
+    def text(self) -> str:
+        """The text of the answer: its text parts' text in order, joined with nothing between
+        them, as `LiveSession.text` shows it; reasoning is left out (`reasoning()`), and so are
+        tool calls and their results."""
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+    def reasoning(self) -> str:
+        """The reasoning parts' text in order, joined the same way."""
+        return "".join(part.text for part in self.parts if isinstance(part, ReasoningPart))
+
 
 class PartialRecord(msgspec.Struct, frozen=True, kw_only=True):
     """What a failed attempt produced, kept for inspection; never a committed message."""

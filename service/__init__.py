@@ -5,6 +5,9 @@ means a standard failure keeps that base too (a bad setting is a `ValueError` as
 
 TerminusError
  +-- SettingsError (ValueError)        a setting cannot be read; names the variable
+ +-- ShapeError                        the deployment's recorded shape refuses this process
+ |    +-- ShapeMismatch (ValueError)   a set partition count disagrees; names what to set
+ |    +-- ContractAhead                a producer is ahead of the workers' contract
  +-- EmbeddedRedisError (RuntimeError) the embedded redis-server did not start
  +-- LeaseLost                         the partition's lease moved: the owner ends
  +-- SnapshotError                     a stored snapshot cannot be read

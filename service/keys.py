@@ -27,6 +27,8 @@ slot; `prefix` defaults to `terminus` and lets replay build projections beside t
     {prefix}:workers                live workers (sorted set, score = heartbeat deadline in ms)
     {prefix}:control                rebalance nudges (pub/sub channel)
     {prefix}:metrics:worker:<id>    one worker process's own metrics (hash with a TTL)
+    {prefix}:shape                  the deployment's shape: partitions, prefix, contract version,
+                                    who recorded it (hash, written once; service/shape.py)
 
 The partition is CRC-32 (IEEE, as zlib computes it) of the UTF-8 session id, modulo P. Never
 Python's `hash()`, which is salted per process.
@@ -135,6 +137,13 @@ def worker_metrics_key(worker_id: str, prefix: str = DEFAULT_PREFIX) -> str:
 def control_channel(prefix: str = DEFAULT_PREFIX) -> str:
     """Pub/sub channel on which workers nudge each other to rebalance at once."""
     return f"{prefix}:control"
+
+
+def shape_key(prefix: str = DEFAULT_PREFIX) -> str:
+    """The deployment's recorded shape. No hash tag: it is read and written alone, never in a
+    commit, so it needs no partition's slot, and lives in the one its whole name hashes to
+    rather than adding to partition 0's (the prefix holds no braces: service/settings.py)."""
+    return f"{prefix}:shape"
 
 
 def keys_for_session(session_id: str, partitions: int, prefix: str = DEFAULT_PREFIX) -> Keys:

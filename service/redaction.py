@@ -13,6 +13,9 @@ for a password alone) and, for redis-py, in the query (`?password=...`, `?userna
 banner, log line, error and CLI output that names a Redis renders it through `redacted_url`, so
 there is one rule to read and to test. The user name stays: it says which ACL user is in use,
 and it is not a secret.
+
+`SecretUrl` holds such a URL in the settings: printed, formatted, logged or encoded, it is the
+masked URL (or refused), and only `reveal()`, called where a client is made, gives the password.
 """
 
 from __future__ import annotations
@@ -40,6 +43,47 @@ def redacted_url(url: str) -> str:
     if not netloc and url.startswith(f"{parts.scheme}://"):  # unix:///path keeps its slashes
         shown = shown.replace(f"{parts.scheme}:", f"{parts.scheme}://", 1)
     return shown
+
+
+class SecretUrl:
+    """A URL with credentials that `str`, `repr`, f-strings, `%s` and `%r` in a log line show
+    masked (`redacted_url`); msgspec and pickle refuse to encode it (give msgspec `enc_hook=str`
+    for the masked text). `reveal()` is the real URL, for the one place that connects."""
+
+    __slots__ = ("_url",)
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+
+    def reveal(self) -> str:
+        """The URL as given, password included: pass it to a client, never to a printer."""
+        return self._url
+
+    def __str__(self) -> str:
+        return redacted_url(self._url)
+
+    def __repr__(self) -> str:
+        return f"SecretUrl({redacted_url(self._url)!r})"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SecretUrl) and other._url == self._url
+
+    def __hash__(self) -> int:
+        return hash((SecretUrl, self._url))
+
+    def __copy__(self) -> SecretUrl:
+        return self  # immutable
+
+    def __deepcopy__(self, memo: dict[int, object]) -> SecretUrl:
+        return self
+
+    def __reduce__(self) -> str | tuple[object, ...]:
+        # A pickle is bytes another process or a file may show; a masked one would connect with
+        # "***" as the password. Neither: a process gets its URL from REDIS_URL.
+        raise TypeError("a SecretUrl is not pickled: give the process REDIS_URL")
 
 
 def _redacted_netloc(netloc: str) -> str:

@@ -4,7 +4,7 @@
 |---|---|---|
 | `REDIS_URL` | unset: embedded | `redis://[user:password@]host:port/db`, `rediss://` for TLS |
 | `TERMINUS_PREFIX` | `terminus` | key prefix |
-| `TERMINUS_PARTITIONS` | 16 | partitions P, fixed per deployment |
+| `TERMINUS_PARTITIONS` | as recorded, else 16 | partitions P, fixed per deployment (shape.py) |
 | `TERMINUS_BATCH_SIZE` | 512 | entries per XREADGROUP batch |
 | `TERMINUS_BLOCK_MS` | 1000 | XREADGROUP block time |
 | `TERMINUS_LANES` | 8 | most pump loops per worker: one at light load (runtime/lanes.py) |
@@ -62,7 +62,7 @@ from terminus.events.adapters.base import (
 from terminus.events.codec import MAX_EVENT_BYTES
 from terminus.service import TerminusError
 from terminus.service.keys import DEFAULT_PREFIX
-from terminus.service.redaction import redacted_url
+from terminus.service.redaction import SecretUrl
 from terminus.statemachines.config import CoreConfig
 from terminus.statemachines.retry_policy import RetryPolicy
 
@@ -77,9 +77,12 @@ class SettingsError(TerminusError, ValueError):
 
 
 class Settings(msgspec.Struct, frozen=True, kw_only=True):
-    redis_url: str | None = None
+    redis_url: SecretUrl | None = None  # printed masked; `.reveal()` where a client is made
     prefix: str = DEFAULT_PREFIX
     partitions: int = 16
+    # Set (TERMINUS_PARTITIONS): must agree with the count the deployment recorded; else that
+    # count replaces the default when a process starts (service/shape.py).
+    partitions_given: bool = False
     batch_size: int = 512
     block_ms: int = 1000
     lanes: int = 8  # most lanes in use (runtime/lanes.py): one at light load
@@ -111,17 +114,6 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     http_max_head_bytes: int = 32_768  # the gateway's server bounds: service/gateway/heads.py
     http_head_timeout_s: int = 10
     http_idle_timeout_s: int = 5
-
-    def __repr__(self) -> str:
-        """Every field, the Redis URL's password masked (service/redaction.py): settings end up
-        in logs and tracebacks."""
-        fields = ", ".join(
-            f"{name}={redacted_url(value) if name == 'redis_url' and value else value!r}"
-            for name, value in ((n, getattr(self, n)) for n in self.__struct_fields__)
-        )
-        return f"Settings({fields})"
-
-    __str__ = __repr__
 
     def core(self) -> CoreConfig:
         """The pure core's configuration derived from these settings."""
@@ -180,6 +172,7 @@ def from_env(env: Mapping[str, str]) -> Settings:
     values: dict[str, object] = {
         name: _positive(env, var) for var, name in _INTS.items() if var in env
     }
+    values["partitions_given"] = "TERMINUS_PARTITIONS" in env
     for var, (name, parse) in _TEXTS.items():
         if env.get(var, "").strip():
             values[name] = parse(env[var])
@@ -262,7 +255,7 @@ def _origins(text: str) -> list[str]:
     return origins
 
 
-def _redis_url(text: str) -> str:
+def _redis_url(text: str) -> SecretUrl:
     """`text` if redis-py can connect by it, else its reason (a bad scheme, port or parameter).
     Neither the URL nor the values the reason quotes are shown: a URL that does not parse may
     hold its password where the port should be (`redis://:password`)."""
@@ -271,7 +264,7 @@ def _redis_url(text: str) -> str:
     except ValueError as exc:
         reason = re.sub(r" as '.*'", "", str(exc))
         raise SettingsError(f"REDIS_URL does not parse: {reason}") from None
-    return text
+    return SecretUrl(text)
 
 
 def _prefix(text: str) -> str:

@@ -10,7 +10,8 @@ Evidence, strongest first (docs/design.md, "Classification precedence"):
    `x-amzn-errortype` header, then its `status` (statemachines/error_kinds.py): the specific code
    names the condition, the type only its family;
 5. the message, for a context overflow that has no code of its own (never on a rate limit);
-6. the HTTP status, or a numeric `code` where an in-band error carries one (OpenRouter);
+6. the HTTP status, or the status an in-band error states (OpenRouter's numeric `code`, TGI's
+   `http_status_code`);
 7. an error inside an accepted stream with nothing else to go on: `provider_unavailable`.
 Pure: the clock reading is the event's `ts_ms`.
 """
@@ -114,12 +115,18 @@ def _body_type(
     return "context_overflow" if _CONTEXT_TOO_LONG.search(message) else kind
 
 
+# Where an in-band error states its HTTP status: OpenRouter's `code`, TGI's `http_status_code`
+# (its Messages API streams a validation, template or tool error as 422 after the 200).
+_STATUS_FIELDS = ("code", "http_status_code")
+
+
 def _numeric_code(body: dict[str, Any] | None) -> int | None:
-    code = None if body is None else body.get("code")
-    if isinstance(code, str) and code.isascii() and code.isdigit():
-        code = int(code)
-    if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
-        return code
+    for field in _STATUS_FIELDS:
+        code = None if body is None else body.get(field)
+        if isinstance(code, str) and code.isascii() and code.isdigit():
+            code = int(code)
+        if isinstance(code, int) and not isinstance(code, bool) and 100 <= code <= 599:
+            return code
     return None
 
 

@@ -98,15 +98,18 @@ def service_rules(
 
 def producer_rules(prefix: str, partitions: int) -> list[str]:
     """A producer's user (service/sdk/producer.py): XADD to the inbound logs and nothing else, each
-    log named exactly (a `*` could also match a session stream whose id ends in "}:in")."""
+    log named exactly (a `*` could also match a session stream whose id ends in "}:in"), and
+    HMGET of the deployment's shape (service/shape.py), which the pool records."""
     logs = [f"~{prefix}:{{{p}}}:in" for p in range(partitions)]
-    return ["resetkeys", *logs, "resetchannels", "-@all", "+ping", "+xadd"]
+    shape = f"~{prefix}:shape"
+    return ["resetkeys", *logs, shape, "resetchannels", "-@all", "+ping", "+xadd", "+hmget"]
 
 
 def reader_rules(prefix: str) -> list[str]:
     """A subscriber's user reading over Redis (`RedisSource`, service/sdk/subscriber.py): XREAD of
-    the session streams, the only streams under `:session:`."""
-    return ["resetkeys", f"~{prefix}:{{*}}:session:*", "resetchannels", "-@all", "+ping", "+xread"]
+    the session streams, the only streams under `:session:`, and HMGET of the deployment's shape."""
+    keys = [f"~{prefix}:{{*}}:session:*", f"~{prefix}:shape"]
+    return ["resetkeys", *keys, "resetchannels", "-@all", "+ping", "+xread", "+hmget"]
 
 
 def server_version(binary: str) -> tuple[int, int]:

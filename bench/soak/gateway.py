@@ -26,7 +26,6 @@ loopback port, with a token secret of its own so that tokens are minted here. Th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import re
 import secrets
@@ -465,8 +464,12 @@ class Followers:
             # A stream that went silent while its session was live: a gap no frame closed.
             self._gap(state, time.monotonic())
             reading.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reading
+            # asyncio.wait, not `suppress(CancelledError): await reading`: that would also
+            # swallow a cancel of this follower arriving meanwhile, and the soak's end would
+            # wait for ever on a follower that goes on following.
+            await asyncio.wait([reading])
+            if not reading.cancelled() and (error := reading.exception()) is not None:
+                raise error
 
     def _over(self, state: Followed) -> bool:
         """Whether the session is over (neither frames nor publishing for QUIET_S) or followed

@@ -23,6 +23,7 @@ from typing import Any, Final, Self
 import msgspec
 from redis.asyncio import Redis
 
+from terminus.service.redaction import SecretUrl
 from terminus.service.redis.cluster import LocalCluster
 from terminus.service.redis.connect import connect
 from terminus.service.redis.embedded import EmbeddedRedis
@@ -89,7 +90,7 @@ class Rig:
             await asyncio.to_thread(self.server.start)
             proxy_port = await self._start_proxy()
             worker_settings = msgspec.structs.replace(
-                self.settings, redis_url=f"redis://127.0.0.1:{proxy_port}/0"
+                self.settings, redis_url=SecretUrl(f"redis://127.0.0.1:{proxy_port}/0")
             )
         (self.tmp / "logs").mkdir()
         self.workers = harness.Workers(worker_settings, self.tmp / "logs")

@@ -1,13 +1,15 @@
 """`terminus call`: the turn runner on the command line, against a provider's HTTP API.
 
     terminus call --provider anthropic --session S --turn T request.json
+    echo '{"model": ..., "messages": [...]}' | terminus call --provider anthropic --session S -
 
-Reads the request body (without `model` and `stream`) from the file, runs the turn through the
-workers, and prints each frame of the turn as a JSON line as it is committed. Exit status 0 on a
-finished turn (the persisted message is the last line), 1 on a failed, cancelled or refused one
-(refused: the turn id is another session's turn); the error is then the last line, as
-`{"error": ...}`. The API key comes from the environment variable
-`--api-key-env` names (by default the provider's usual one).
+Reads the request body, a JSON object, from the file, or from standard input when the file is
+`-` (its `model` is the default of `--model`; `stream` is the call's own), runs the turn through
+the workers, and prints each frame of the turn as a JSON line as it is committed. Exit status 0
+on a finished turn (the persisted message is the last line), 1 on a failed, cancelled or refused
+one (refused: the turn id is another session's turn); the error is then the last line, as
+`{"error": ...}`. The API key comes from the environment variable `--api-key-env` names (by
+default the provider's usual one).
 """
 
 from __future__ import annotations
@@ -53,7 +55,11 @@ def add_call_command(sub: Subparsers) -> None:
         "streaming request to the provider; retries, waits and the end are the workers' "
         "decisions. Prints every frame of the turn as a JSON line.",
     )
-    cmd.add_argument("request", type=Path, help="the request body as JSON")
+    cmd.add_argument(
+        "request",
+        metavar="REQUEST",
+        help="a file holding the request body as a JSON object, or - to read it from stdin",
+    )
     cmd.add_argument("--provider", required=True, choices=sorted(CALLS))
     cmd.add_argument("--model", help="the model (default: the request's `model`)")
     cmd.add_argument("--base-url", help="the API's base URL (default: the provider's)")
@@ -65,12 +71,14 @@ def add_call_command(sub: Subparsers) -> None:
 
 
 def _request(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    name = "stdin" if args.request == "-" else args.request
     try:
-        body = msgspec.json.decode(args.request.read_bytes())
+        raw = sys.stdin.buffer.read() if args.request == "-" else Path(args.request).read_bytes()
+        body = msgspec.json.decode(raw)
     except (OSError, msgspec.DecodeError) as exc:
-        raise CommandError(f"{args.request}: {exc}") from None
+        raise CommandError(f"{name}: {exc}") from None
     if not isinstance(body, dict):
-        raise CommandError(f"{args.request}: the request body must be a JSON object")
+        raise CommandError(f"{name}: the request body must be a JSON object")
     model = args.model or body.pop("model", None)
     if not isinstance(model, str) or not model:
         raise CommandError("no model: pass --model or put `model` in the request")

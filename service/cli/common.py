@@ -1,6 +1,9 @@
 """What every `terminus` command that reads Redis shares: its settings and client, and one
 line on stderr with exit status 1 for an expected failure (a bad setting, an unreachable Redis,
-a bad input)."""
+a bad input, a `TERMINUS_PARTITIONS` the deployment's recorded shape disagrees with).
+
+Each command works with the deployment's recorded partition count (service/shape.py): it
+follows it when `TERMINUS_PARTITIONS` is unset, and refuses to run when it is set otherwise."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from terminus.service.redis.connect import client
 from terminus.service.sdk.updates import Interrupted, SubscriberError
 from terminus.service.settings import Settings, SettingsError
 from terminus.service.settings import from_env as settings_from_env
+from terminus.service.shape import ShapeError, settled
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 Body = Callable[[Redis, Settings, argparse.Namespace], Awaitable[int]]
@@ -36,7 +40,7 @@ def _run(body: Body, args: argparse.Namespace) -> int:
     try:
         settings = settings_from_env(os.environ)
         return asyncio.run(_connected(body, settings, args))
-    except (SettingsError, CommandError, SubscriberError) as exc:
+    except (SettingsError, CommandError, SubscriberError, ShapeError) as exc:
         print(f"{name}: {exc}", file=sys.stderr)
     except (RedisConnectionError, RedisTimeoutError, Interrupted) as exc:
         print(f"{name}: cannot reach Redis: {_one_line(exc)}", file=sys.stderr)
@@ -50,7 +54,7 @@ def _run(body: Body, args: argparse.Namespace) -> int:
 
 async def _connected(body: Body, settings: Settings, args: argparse.Namespace) -> int:
     async with client(settings) as redis:
-        return await body(redis, settings, args)
+        return await body(redis, await settled(redis, settings), args)
 
 
 def handler(body: Body) -> Callable[[argparse.Namespace], int]:

@@ -42,6 +42,7 @@ def _gateway(args: argparse.Namespace) -> int:
     from terminus.service.gateway.serve import serve_gateway
     from terminus.service.gateway.tokens import TokenError, local_keyring
     from terminus.service.settings import SettingsError, from_env
+    from terminus.service.shape import ShapeError
 
     try:
         settings = from_env(os.environ)
@@ -49,7 +50,10 @@ def _gateway(args: argparse.Namespace) -> int:
     except (SettingsError, TokenError) as exc:
         raise SystemExit(f"terminus gateway: {exc}") from None
     host, port = args.http
-    run(serve_gateway(settings, secret, host, port))
+    try:
+        run(serve_gateway(settings, secret, host, port))
+    except ShapeError as exc:
+        raise SystemExit(f"terminus gateway: {exc}") from None
     return 0
 
 

@@ -16,6 +16,7 @@ from terminus.service.cli.common import handler
 from terminus.service.cli.contract import add_contract_command
 from terminus.service.cli.gateway import DEFAULT_HTTP, add_gateway_commands, host_port
 from terminus.service.cli.inspect import add_inspect_command
+from terminus.service.cli.lifeline import watch_parent
 from terminus.service.cli.providers import add_provider_arguments
 from terminus.service.cli.publish import add_publish_command
 from terminus.service.cli.read import add_read_commands
@@ -68,11 +69,14 @@ def _worker(args: argparse.Namespace) -> int:
     settings = _settings()  # before the app's module, which reads them again as it loads
     from terminus.service.cli.loop import run
     from terminus.service.runtime.app import create_app
+    from terminus.service.shape import ShapeError
 
     try:
         run(create_app(settings).run())
     except (ConnectionError, TimeoutError, OSError) as exc:  # Redis away as the worker starts
         raise SystemExit(f"terminus worker: cannot reach Redis: {exc}") from None
+    except ShapeError as exc:  # restarting it would not help: the setting must change
+        raise SystemExit(f"terminus worker: {exc}") from None
     return 0
 
 
@@ -188,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    watch_parent(os.environ)  # a child of `terminus run` ends when it does (cli/lifeline.py)
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     try:

@@ -1,7 +1,8 @@
 """`terminus messages | updates | dlq`: what a frontend sees, and the dead letters.
 
 Each command connects to REDIS_URL, else to the default local URL, where `terminus run` puts its
-embedded Redis; TERMINUS_PREFIX and TERMINUS_PARTITIONS pick the deployment. An unreachable Redis,
+embedded Redis; TERMINUS_PREFIX picks the deployment, whose recorded partition count they use
+(service/shape.py: TERMINUS_PARTITIONS, if set, must agree with it). An unreachable Redis,
 a bad setting or a bad input file is one line on stderr and exit status 1.
 
 JSON outputs: `messages --json` prints one array; `updates --json` and `dlq list --json` print one

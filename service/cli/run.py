@@ -4,7 +4,8 @@ gateway, the demo.
 Workers (`terminus worker`, the FastStream app) and the gateway (`terminus gateway`) are separate
 OS processes, each in its own session so that Ctrl-C reaches only this supervisor, which then
 stops them in order: workers and gateway first (workers finish their batch and release their
-leases), the embedded Redis last. A process that dies is started again.
+leases), the embedded Redis last. A process that dies is started again. If this supervisor dies
+without stopping them (SIGKILL), they stop by themselves (service/cli/lifeline.py).
 """
 
 from __future__ import annotations
@@ -20,11 +21,13 @@ from pathlib import Path
 from typing import Final
 
 from terminus.service.cli.demo import run_demo
+from terminus.service.cli.lifeline import child_env, die_with_parent
 from terminus.service.gateway.tokens import TokenError, local_keyring
 from terminus.service.redaction import redacted_url
 from terminus.service.redis.connect import connect
 from terminus.service.redis.embedded import LOCAL_URL, EmbeddedRedis, can_bind, ensure_redis
 from terminus.service.settings import Settings
+from terminus.service.shape import ShapeError, settled
 
 STOP_TIMEOUT_S: Final = 20.0
 DATA_DIR: Final = Path("var") / "redis"
@@ -50,9 +53,9 @@ class Pool:
         self.processes = [self._spawn(c) for c in self.commands]
 
     def _spawn(self, command: Sequence[str]) -> subprocess.Popen[bytes]:
-        env = {**os.environ, **self.env, "REDIS_URL": self.url}
+        env = child_env({**os.environ, **self.env, "REDIS_URL": self.url})
         argv = [sys.executable, "-m", "terminus", *command]
-        return subprocess.Popen(argv, env=env, start_new_session=True)
+        return subprocess.Popen(argv, env=env, start_new_session=True, preexec_fn=die_with_parent())
 
     def revive(self) -> int:
         """Start again every process that exited; returns how many."""
@@ -93,7 +96,7 @@ def run_service(
     signal.signal(signal.SIGTERM, _raise_interrupt)
     if http is not None:
         _token_keys()
-    url, server = ensure_redis(settings, DATA_DIR, embedded=embedded)
+    url, server = ensure_redis(settings, DATA_DIR, embedded=embedded, preexec=die_with_parent())
     extra = []
     if http is not None and can_bind(http[1], http[0]):
         extra.append(["gateway", "--http", f"{http[0]}:{http[1]}"])
@@ -113,12 +116,13 @@ def run_service(
         {"TERMINUS_LOG_LEVEL": "warning"} if demo and "TERMINUS_LOG_LEVEL" not in os.environ else {}
     )
     pool = Pool(url, workers, extra, quiet)
-    print(
-        f"terminus: Redis at {_where(url, server)}, {workers} worker(s), "
-        f"{settings.partitions} partitions",
-        file=sys.stderr,
-    )
     try:
+        settings = asyncio.run(_shaped(url, settings))
+        print(
+            f"terminus: Redis at {_where(url, server)}, {workers} worker(s), "
+            f"{settings.partitions} partitions",
+            file=sys.stderr,
+        )
         pool.start()
         if demo:
             asyncio.run(_demo(url, settings))
@@ -131,10 +135,22 @@ def run_service(
     except KeyboardInterrupt:
         print("\nterminus: stopping", file=sys.stderr)
         return 0
+    except ShapeError as exc:  # before any process started: each would refuse it in turn
+        print(f"terminus run: {exc}", file=sys.stderr)
+        return 1
     finally:
         pool.stop()
         if server is not None:
             server.stop()
+
+
+async def _shaped(url: str, settings: Settings) -> Settings:
+    """The pool's shape, recorded if this is its first start (service/shape.py)."""
+    redis = connect(url, cluster=settings.redis_cluster)
+    try:
+        return await settled(redis, settings, by="pool")
+    finally:
+        await redis.aclose()
 
 
 async def _demo(url: str, settings: Settings) -> None:

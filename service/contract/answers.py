@@ -48,7 +48,11 @@ SET_COOKIE: Final = {
 }
 UNAUTHORIZED: Final = problem("no token, or a malformed, forged or expired one")
 TOO_LARGE: Final = problem("the request has a body: no route takes one")
-UNREACHABLE: Final = problem("Redis cannot be reached now", retry_after=True)
+UNREACHABLE: Final = problem(
+    "Redis cannot be reached now, or refuses the gateway's ACL user a command it needs (an "
+    "operator must grant it: the gateway logs which)",
+    retry_after=True,
+)
 OTHER_SESSION: Final = problem("a token for another session, or an operator token")
 NOT_OPERATOR: Final = problem("a session token: an operator token is required")
 ARCHIVED: Final = problem("archived by retention (operator tokens only: a session gets 404)")

@@ -1,10 +1,10 @@
 """terminus: trustworthy LLM assistant turns over Redis Streams.
 
 This is the installed top-level package (its source lives in `service/facade/`): the public SDK,
-for producers (`TurnRunner` and the provider calls, `Producer`, `TurnPublisher`) and frontends
-(`subscribe`, `LiveSession` and the two sources), under one short name. Everything else is
-under `terminus.service`, `terminus.events` and `terminus.statemachines`; `python -m terminus` is
-the `terminus` command line.
+for producers (`TurnRunner` and the provider calls, `Producer`, `TurnPublisher`, and the
+`PersistedMessage` a turn ends with) and frontends (`subscribe`, `LiveSession` and the two
+sources), under one short name. Everything else is under `terminus.service`, `terminus.events`
+and `terminus.statemachines`; `python -m terminus` is the `terminus` command line.
 
 The names load on first use (PEP 562): `import terminus.events` runs this module first, and the
 pure core must not pull Redis and asyncio in with it (tests/unit/test_purity.py).
@@ -33,12 +33,14 @@ if TYPE_CHECKING:
     from terminus.service.sdk.runner import (
         Attempt,
         NoDecision,
+        PersistedMessage,
         ToolOutcome,
         TurnCancelled,
         TurnFailed,
         TurnRunner,
     )
     from terminus.service.sdk.subscriber import Backoff, RedisSource, subscribe
+    from terminus.service.sdk.subscription import Subscription
     from terminus.service.sdk.updates import (
         Interrupted,
         SourceUnavailable,
@@ -68,12 +70,14 @@ _HOMES: Final = {
     "terminus.service.sdk.runner": (
         "Attempt",
         "NoDecision",
+        "PersistedMessage",
         "ToolOutcome",
         "TurnCancelled",
         "TurnFailed",
         "TurnRunner",
     ),
     "terminus.service.sdk.subscriber": ("Backoff", "RedisSource", "subscribe"),
+    "terminus.service.sdk.subscription": ("Subscription",),
     "terminus.service.sdk.updates": (
         "Interrupted",
         "SourceUnavailable",
@@ -98,10 +102,12 @@ __all__ = [
     "LiveSession",
     "LiveTurn",
     "NoDecision",
+    "PersistedMessage",
     "Producer",
     "RedisSource",
     "SourceUnavailable",
     "SubscriberError",
+    "Subscription",
     "SubscriptionDenied",
     "SubscriptionRefused",
     "TerminusError",

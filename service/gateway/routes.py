@@ -29,7 +29,8 @@ most `max_streams` open at once (`TERMINUS_MAX_STREAMS_PER_TOKEN`; 429 with `Ret
 misbehaving or leaked client can neither make the gateway hammer Redis nor hold every connection.
 
 While Redis cannot be reached, a route that reads it answers 503 with `Retry-After: 1` (and
-`/healthz` 503), never a 500.
+`/healthz` 503), never a 500. A command Redis refuses the gateway's ACL user (NOPERM) is 503 too,
+with `Retry-After: 30`, and one log line names what to grant (service/redis/acl.py).
 
 `create_gateway` returns a Starlette app; mount it in a FastAPI or Starlette application, or serve
 it alone (`terminus gateway`, `terminus run --http`).
@@ -45,6 +46,7 @@ from typing import Any, Final
 
 import msgspec
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -67,7 +69,8 @@ from terminus.service.gateway.sign_in import COOKIE, NoReferrer, cookie_header
 from terminus.service.gateway.timeline import TurnArchived, load_turn
 from terminus.service.gateway.tokens import Grant, Keyring, TokenError, verify
 from terminus.service.metrics.exposition import render_metrics
-from terminus.service.redis.connect import TRANSIENT
+from terminus.service.redis.acl import Alarm, refusal, user_of
+from terminus.service.redis.connect import TRANSIENT, url_of
 from terminus.service.sdk.views import session_messages
 from terminus.service.settings import Settings
 
@@ -75,6 +78,7 @@ PING_S: Final = 15
 MAX_LIMIT: Final = 500
 PROMETHEUS_TEXT: Final = "text/plain; version=0.0.4; charset=utf-8"
 RETRY_AFTER_S: Final = 1
+ACL_RETRY_AFTER_S: Final = 30  # an operator has to act: retrying every second does not help
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -163,21 +167,22 @@ def create_gateway(
     limits = limits or Limits(max_streams=settings.max_streams_per_token)
     h = _Handlers(redis, settings, secret, limits, clock, hub)
     inspector = Inspector(redis, settings, h.grant_of, _Denied)
+    guarded = _Guard(Alarm(user_of(url_of(settings))))
     routes = [
-        Route("/v1/sessions/{session_id}/updates", _guarded(h.updates)),
-        Route("/v1/sessions/{session_id}/messages", _guarded(h.messages)),
-        Route("/v1/turns/{turn_id}", _guarded(h.turn)),
+        Route("/v1/sessions/{session_id}/updates", guarded(h.updates)),
+        Route("/v1/sessions/{session_id}/messages", guarded(h.messages)),
+        Route("/v1/turns/{turn_id}", guarded(h.turn)),
         Route(
             "/v1/sessions/{session_id}/turns/{turn_id}/cancel",
-            _guarded(h.cancel),
+            guarded(h.cancel),
             methods=["POST"],
         ),
         Route("/healthz", h.healthz),
-        Route("/metrics", _guarded(h.metrics)),
-        Route("/v1/session-cookie", _guarded(h.sign_in), methods=["POST"]),
+        Route("/metrics", guarded(h.metrics)),
+        Route("/v1/session-cookie", guarded(h.sign_in), methods=["POST"]),
         Route("/v1/session-cookie", h.sign_out, methods=["DELETE"]),
-        Route("/v1/session-cookie", _guarded(h.signed_in), methods=["GET"]),
-        *inspector.routes(_guarded),
+        Route("/v1/session-cookie", guarded(h.signed_in), methods=["GET"]),
+        *inspector.routes(guarded),
     ]
 
     @contextlib.asynccontextmanager
@@ -351,24 +356,35 @@ def _int_param(request: Request, name: str, default: int) -> int:
         raise _Denied(400, str(exc)) from None
 
 
-def _guarded(
-    endpoint: Callable[[Request], Any],
-) -> Callable[[Request], Any]:
-    """The endpoint, with a denial answered as JSON `{"error": reason}` and its status."""
+class _Guard:
+    """Wraps an endpoint: a denial is answered as JSON `{"error": reason}` with its status, and
+    Redis away or refusing the gateway's ACL user a command is a 503, never a 500."""
 
-    async def guarded(request: Request) -> Response:
-        try:
-            response: Response = await endpoint(request)
-        except _Denied as denied:
-            return JSONResponse(
-                {"error": denied.reason}, status_code=denied.status, headers=denied.headers
-            )
-        except TRANSIENT:  # not the client's fault, and over soon: say so, and when to retry
-            return JSONResponse(
-                {"error": "Redis is not reachable; retry shortly"},
-                status_code=503,
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            )
-        return response
+    def __init__(self, alarm: Alarm) -> None:
+        self.alarm = alarm
 
-    return guarded
+    def __call__(self, endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        async def guarded(request: Request) -> Response:
+            try:
+                response: Response = await endpoint(request)
+            except _Denied as denied:
+                return _problem(denied.reason, denied.status, denied.headers)
+            except TRANSIENT:  # not the client's fault, and over soon: say so, and when to retry
+                retry = {"Retry-After": str(RETRY_AFTER_S)}
+                return _problem("Redis is not reachable; retry shortly", 503, retry)
+            except ResponseError as exc:
+                if (found := refusal(exc)) is None:
+                    raise
+                self.alarm.report(found, f"{request.method} {request.url.path}")
+                retry = {"Retry-After": str(ACL_RETRY_AFTER_S)}
+                return _problem(REFUSED, 503, retry)
+            return response
+
+        return guarded
+
+
+REFUSED: Final = "Redis refuses this gateway a command it needs; an operator must fix its ACL"
+
+
+def _problem(reason: str, status: int, headers: dict[str, str]) -> Response:
+    return JSONResponse({"error": reason}, status_code=status, headers=headers)

@@ -2,7 +2,8 @@
 
 `TERMINUS_REDIS_CLUSTER=1` with `REDIS_URL` naming any node of a cluster selects redis-py's
 asyncio cluster client (`redis.asyncio.cluster.RedisCluster`) and FastStream's
-`RedisClusterBroker`; otherwise a plain `redis.asyncio.Redis` and `RedisBroker`.
+`RedisClusterBroker` (with the URL's TLS options on its pub/sub client too: cluster_broker.py);
+otherwise a plain `redis.asyncio.Redis` and `RedisBroker`.
 
 The cluster client is typed as `Redis` everywhere: it offers the same command methods, and every
 command terminus sends keeps its keys in one `{p}` slot, so the rest of the code is one path.
@@ -102,12 +103,14 @@ _AWAY_IN_ONE_LINE: Final = RedisAwayInOneLine()
 def make_broker(settings: Settings, client_name: str = "terminus-worker") -> RedisBroker:
     """The FastStream broker of a worker or gateway process, on one Redis or a cluster; its
     client never re-sends a command by itself (see `no_resends`)."""
-    from faststream.redis import RedisBroker, RedisClusterBroker  # not for the producer SDK
+    from faststream.redis import RedisBroker  # not for the producer SDK
 
-    kind = RedisClusterBroker if settings.redis_cluster else RedisBroker
+    from terminus.service.redis.cluster_broker import TlsClusterBroker
+
+    kind = TlsClusterBroker if settings.redis_cluster else RedisBroker
     log.addFilter(_AWAY_IN_ONE_LINE)  # once: a logger keeps one copy of a filter
     return kind(
-        settings.redis_url or embedded.LOCAL_URL,
+        url_of(settings),
         client_name=client_name,
         retry=no_resends(),
         **client_options(settings),
@@ -126,8 +129,13 @@ def connect(url: str, *, cluster: bool = False, **options: Any) -> Redis:
 
 def client(settings: Settings, **options: Any) -> Redis:
     """A client for `settings` (REDIS_URL, else the local default)."""
-    url = settings.redis_url or embedded.LOCAL_URL
-    return connect(url, cluster=settings.redis_cluster, **options)
+    return connect(url_of(settings), cluster=settings.redis_cluster, **options)
+
+
+def url_of(settings: Settings) -> str:
+    """The Redis URL to connect to, password included: REDIS_URL, else the local default.
+    For a client's constructor only; anything shown to a human goes through `redacted_url`."""
+    return settings.redis_url.reveal() if settings.redis_url else embedded.LOCAL_URL
 
 
 async def refresh_slots(redis: Redis) -> bool:

@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Final, Literal, Self
@@ -93,12 +94,14 @@ class EmbeddedRedis:
         appendfsync: Fsync = "everysec",
         binary: str | None = None,
         timeout: float = 10.0,
+        preexec: Callable[[], None] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         self.port = port or free_port()
         self.appendfsync: Fsync = appendfsync
         self.binary = binary or find_redis_server()
         self.timeout = timeout
+        self.preexec = preexec  # run in the child before exec (`terminus run`: die with it)
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -136,6 +139,7 @@ class EmbeddedRedis:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=self.preexec,
             )
         try:
             self._wait_ready(self._process)
@@ -205,26 +209,31 @@ class EmbeddedRedis:
 
 
 def ensure_redis(
-    settings: Settings, data_dir: Path, *, embedded: bool = False
+    settings: Settings,
+    data_dir: Path,
+    *,
+    embedded: bool = False,
+    preexec: Callable[[], None] | None = None,
 ) -> tuple[str, EmbeddedRedis | None]:
     """The Redis URL to use: REDIS_URL, else a server on 127.0.0.1:6379, else an embedded one
     started in `data_dir` (on 6379 if it can bind it, else a free port), returned too so that
     the caller stops it. `embedded`: always a private embedded one, on a free port, whatever
-    answers elsewhere (on a shared host, 6379 may be somebody else's)."""
+    answers elsewhere (on a shared host, 6379 may be somebody else's). `preexec` runs in a
+    started server's process before exec."""
     if embedded:
-        server = EmbeddedRedis(data_dir).start()
+        server = EmbeddedRedis(data_dir, preexec=preexec).start()
         return server.url, server
     if settings.redis_url:
-        return settings.redis_url, None
+        return settings.redis_url.reveal(), None
     if answers_ping(LOCAL_URL):
         return LOCAL_URL, None
     # On the default port, other `terminus` commands find this server with no REDIS_URL set.
     port = urlsplit(LOCAL_URL).port
     if port is not None and can_bind(port):
         with contextlib.suppress(EmbeddedRedisError):  # taken in the meantime
-            server = EmbeddedRedis(data_dir, port=port).start()
+            server = EmbeddedRedis(data_dir, port=port, preexec=preexec).start()
             return server.url, server
-    server = EmbeddedRedis(data_dir).start()
+    server = EmbeddedRedis(data_dir, preexec=preexec).start()
     return server.url, server
 
 

@@ -28,6 +28,7 @@ from terminus.service.redis.connect import make_broker
 from terminus.service.runtime import logs
 from terminus.service.runtime.worker import Worker
 from terminus.service.settings import Settings, from_env
+from terminus.service.shape import settled
 
 log = logging.getLogger("terminus.app")
 
@@ -64,10 +65,12 @@ def create_app(settings: Settings | None = None) -> FastStream:
         redis = (
             await broker.connect()
         )  # a RedisCluster on a cluster: see terminus.service.redis.connect
-        worker = Worker(redis, settings)
+        # The pool's shape: recorded by its first worker, agreed with by every later one.
+        shaped = await settled(redis, settings, by="pool")
+        worker = Worker(redis, shaped)
         running["worker"] = worker
         running["task"] = asyncio.create_task(worker.run(), name="worker")
-        log.info("worker %s started on %d partitions", worker.worker_id, settings.partitions)
+        log.info("worker %s started on %d partitions", worker.worker_id, shaped.partitions)
 
     @app.on_shutdown
     async def stop() -> None:

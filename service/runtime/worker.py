@@ -33,6 +33,7 @@ from terminus.service.runtime.membership import assigned, heartbeat
 from terminus.service.runtime.owner import PartitionOwner
 from terminus.service.runtime.pump import Pump
 from terminus.service.settings import Settings
+from terminus.service.shape import ShapeError, partitions_of
 
 log = logging.getLogger("terminus.worker")
 
@@ -83,6 +84,8 @@ class Worker:
         try:
             while not self._stopping.is_set():
                 try:
+                    if first:
+                        await self._agree()
                     await self.tick()
                     await self._flush_metrics()
                     if first:
@@ -90,6 +93,8 @@ class Worker:
                         first = False
                 except TRANSIENT as exc:
                     log.warning("worker %s: %s", self.worker_id, exc)
+                except ShapeError:
+                    raise  # no later tick can mend a setting
                 except Exception:  # e.g. a key of the wrong type: the next tick tries again
                     # Ending here would leave the pumps running on leases nobody renews, and
                     # the process alive, looking healthy, while the pool lost it.
@@ -103,6 +108,13 @@ class Worker:
             if self.archiving is not None:
                 self.archiving.stop()
             await asyncio.gather(*pumping)
+
+    async def _agree(self) -> None:
+        """The count this worker was built with is the deployment's (service/shape.py),
+        recorded now if nothing is: a worker of another count would own streams no producer
+        writes to. `ShapeMismatch` otherwise, before it takes any partition."""
+        prefix, partitions = self.settings.prefix, self.settings.partitions
+        await partitions_of(self.redis, prefix, partitions, source="env", by="pool")
 
     async def tick(self) -> None:
         """One round of heartbeat and rebalance."""

@@ -16,8 +16,17 @@ tool outcomes (`attempt.tool_outcomes`), a compacted one a shorter context. A pa
 request is the same body with the paused content added by the call itself (`attempt.continued`):
 a body function leaves it out.
 
+Every call takes `headers` and `params` (query parameters), merged over its own: a header you
+pass replaces the call's header of the same name, compared without case, so an `anthropic-beta`,
+a proxy's key or a gateway's routing header reaches the provider, and your `authorization` (or
+`x-api-key`, `x-goog-api-key`) wins over the one made from `api_key`: the request carries one
+value per name, yours. An empty `api_key` sends no key header at all, for a proxy that
+authenticates otherwise. Only `accept-encoding` stays the call's own (the codings the bounded
+reader decodes).
+
 Bedrock's Converse API wants AWS SigV4 signatures: pass `sign`, which signs the request in place
-(botocore's `SigV4Auth`, for instance); terminus does not hold AWS credentials itself.
+(botocore's `SigV4Auth`, for instance), your headers and parameters included; terminus does not
+hold AWS credentials itself.
 """
 
 from __future__ import annotations
@@ -35,6 +44,8 @@ from terminus.service.sdk.runner import Attempt
 
 Body = Mapping[str, Any] | Callable[[Attempt], Mapping[str, Any]]
 Sign = Callable[[httpx.Request], Awaitable[None] | None]
+Headers = Mapping[str, str]
+Params = Mapping[str, str]
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=30.0, pool=10.0)
 
@@ -47,11 +58,12 @@ class HttpCall:
     model: str
     url: str
     body: Body
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Headers = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)  # merged into every body
     client: httpx.AsyncClient | None = None
     sign: Sign | None = None
     timeout: httpx.Timeout = field(default_factory=lambda: DEFAULT_TIMEOUT)
+    params: Params = field(default_factory=dict)  # merged into the URL's query
 
     async def __call__(self, attempt: Attempt) -> None:
         body = attempt.continued(self.body(attempt) if callable(self.body) else self.body)
@@ -60,9 +72,9 @@ class HttpCall:
             if client is None:
                 client = await stack.enter_async_context(httpx.AsyncClient(timeout=self.timeout))
             # Only codings the bounded reader decodes: httpx would offer br and zstd when installed.
-            headers = {"accept-encoding": ACCEPT_ENCODING, **self.headers}
+            headers = merged(self.headers, {"accept-encoding": ACCEPT_ENCODING})
             request = client.build_request(
-                "POST", self.url, json={**body, **self.extra}, headers=headers
+                "POST", self.url, json={**body, **self.extra}, headers=headers, params=self.params
             )
             if self.sign is not None:
                 signed = self.sign(request)
@@ -118,13 +130,17 @@ def anthropic(
     *,
     base_url: str = "https://api.anthropic.com",
     version: str = "2023-06-01",
+    headers: Headers | None = None,
+    params: Params | None = None,
     **options: Any,
 ) -> HttpCall:
     """Anthropic Messages, streamed (`POST /v1/messages`)."""
-    headers = {"x-api-key": api_key, "anthropic-version": version}
+    own = {**_key("x-api-key", api_key), "anthropic-version": version}
     extra = {"model": model, "stream": True}
     url = f"{base_url.rstrip('/')}/v1/messages"
-    return HttpCall("anthropic", model, url, body, headers, extra, **options)
+    return HttpCall(
+        "anthropic", model, url, body, merged(own, headers), extra, params=_query(params), **options
+    )
 
 
 def openai_responses(
@@ -133,12 +149,17 @@ def openai_responses(
     body: Body,
     *,
     base_url: str = "https://api.openai.com/v1",
+    headers: Headers | None = None,
+    params: Params | None = None,
     **options: Any,
 ) -> HttpCall:
     """OpenAI Responses, streamed (`POST /responses`)."""
     url = f"{base_url.rstrip('/')}/responses"
     extra = {"model": model, "stream": True}
-    return HttpCall("openai-responses", model, url, body, _bearer(api_key), extra, **options)
+    own = merged(_bearer(api_key), headers)
+    return HttpCall(
+        "openai-responses", model, url, body, own, extra, params=_query(params), **options
+    )
 
 
 def openai_chat(
@@ -148,6 +169,8 @@ def openai_chat(
     *,
     base_url: str = "https://api.openai.com/v1",
     compat: str | None = None,
+    headers: Headers | None = None,
+    params: Params | None = None,
     **options: Any,
 ) -> HttpCall:
     """OpenAI Chat Completions and compatible servers, streamed, usage included; `compat` names
@@ -160,7 +183,8 @@ def openai_chat(
     provider = "openai-chat" if compat is None else f"{PREFIX}{compat}"
     url = f"{base_url.rstrip('/')}/chat/completions"
     extra = {"model": model, "stream": True, "stream_options": {"include_usage": True}}
-    return HttpCall(provider, model, url, body, _bearer(api_key), extra, **options)
+    own = merged(_bearer(api_key), headers)
+    return HttpCall(provider, model, url, body, own, extra, params=_query(params), **options)
 
 
 def gemini(
@@ -169,21 +193,51 @@ def gemini(
     body: Body,
     *,
     base_url: str = "https://generativelanguage.googleapis.com/v1beta",
+    headers: Headers | None = None,
+    params: Params | None = None,
     **options: Any,
 ) -> HttpCall:
     """Gemini `streamGenerateContent` as SSE."""
-    url = f"{base_url.rstrip('/')}/models/{model}:streamGenerateContent?alt=sse"
-    return HttpCall("gemini", model, url, body, {"x-goog-api-key": api_key}, **options)
+    url = f"{base_url.rstrip('/')}/models/{model}:streamGenerateContent"
+    own = merged(_key("x-goog-api-key", api_key), headers)
+    query = {"alt": "sse", **_query(params)}
+    return HttpCall("gemini", model, url, body, own, params=query, **options)
 
 
 def bedrock_converse(
-    region: str, model: str, body: Body, *, sign: Sign, base_url: str | None = None, **options: Any
+    region: str,
+    model: str,
+    body: Body,
+    *,
+    sign: Sign,
+    base_url: str | None = None,
+    headers: Headers | None = None,
+    params: Params | None = None,
+    **options: Any,
 ) -> HttpCall:
     """Bedrock Converse, streamed (`POST /model/{id}/converse-stream`), signed by `sign`."""
     base = base_url or f"https://bedrock-runtime.{region}.amazonaws.com"
     url = f"{base.rstrip('/')}/model/{model}/converse-stream"
-    return HttpCall("bedrock-converse", model, url, body, sign=sign, **options)
+    own = merged({}, headers)
+    return HttpCall(
+        "bedrock-converse", model, url, body, own, sign=sign, params=_query(params), **options
+    )
+
+
+def merged(own: Headers, given: Headers | None) -> dict[str, str]:
+    """`own` with `given` over it, one value per name whatever its case (names lowercased)."""
+    headers = {name.lower(): value for name, value in own.items()}
+    headers.update((name.lower(), value) for name, value in (given or {}).items())
+    return headers
+
+
+def _query(params: Params | None) -> dict[str, str]:
+    return dict(params or {})
+
+
+def _key(name: str, api_key: str) -> dict[str, str]:
+    return {name: api_key} if api_key else {}
 
 
 def _bearer(api_key: str) -> dict[str, str]:
-    return {"authorization": f"Bearer {api_key}"}
+    return _key("authorization", f"Bearer {api_key}" if api_key else "")

@@ -21,12 +21,13 @@ async def cancel_turn(
     session_id: str,
     turn_id: str,
     *,
-    partitions: int = 16,
+    partitions: int | None = None,
     prefix: str = DEFAULT_PREFIX,
     reason: str = "cancelled",
     ts_ms: int | None = None,
 ) -> str:
-    """Append the cancel to the turn's inbound log; returns its entry id."""
+    """Append the cancel to the turn's inbound log; returns its entry id. `partitions` None:
+    the deployment's recorded count (service/shape.py)."""
     producer = Producer(redis, partitions=partitions, prefix=prefix)
     cancel = TurnCancelled(
         session_id=session_id,

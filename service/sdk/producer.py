@@ -1,6 +1,6 @@
 """The producer SDK: route a turn's events to their partition and publish them in batches.
 
-    producer = Producer(redis, partitions=16)
+    producer = Producer(redis)          # the deployment's partitions, as the pool recorded them
     turn = producer.turn("session-1", "turn-1")
     await turn.start()
     await turn.start_attempt(provider="anthropic", model="claude-sonnet-4")
@@ -9,6 +9,11 @@
 
 `TurnRunner` (service/sdk/runner.py) drives such a turn to its end: attempts, retries and the
 workers' decisions. Each stream entry has one field, `e`, holding the encoded event.
+
+The partition count is the deployment's (service/shape.py): read from Redis before the first
+publish (`ready`), and recorded there if nothing is yet. A count passed here or in
+`TERMINUS_PARTITIONS` must agree with the recorded one: otherwise the first publish raises
+`ShapeMismatch`, naming what to set, instead of writing where no worker reads.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from terminus.service.redis.connect import execute
 from terminus.service.sdk.batches import coalesce
 from terminus.service.sdk.publisher import TurnPublisher
 from terminus.service.settings import Settings
+from terminus.service.shape import DEFAULT_PARTITIONS, configured, partitions_of
 
 __all__ = ["Producer", "TurnPublisher", "coalesce"]
 
@@ -40,7 +46,7 @@ class Producer:
         self,
         redis: Redis,
         *,
-        partitions: int = 16,
+        partitions: int | None = None,
         prefix: str = DEFAULT_PREFIX,
         fmt: Format = "json",
         coalesce_ms: int = 0,
@@ -50,7 +56,10 @@ class Producer:
     ) -> None:
         self.redis = redis
         self.clock = clock  # stamps ts_ms: the workers take reset times against it
-        self.partitions = partitions
+        # None: the deployment's recorded count (service/shape.py), known once `ready()` ran.
+        self.configured = partitions
+        self.fallback = DEFAULT_PARTITIONS  # recorded if nothing is, and no count was set
+        self._partitions: int | None = None
         self.prefix = prefix
         self.fmt: Format = fmt
         self.coalesce_ms = coalesce_ms
@@ -59,15 +68,39 @@ class Producer:
 
     @classmethod
     def from_settings(cls, redis: Redis, settings: Settings, **options: Any) -> Self:
-        """A producer with the deployment's partitions, prefix, event size and upstream limits."""
-        return cls(
+        """A producer with the deployment's partitions, prefix, event size and upstream limits;
+        its partition count follows the recorded one unless `TERMINUS_PARTITIONS` was set."""
+        producer = cls(
             redis,
-            partitions=settings.partitions,
+            partitions=settings.partitions if settings.partitions_given else None,
             prefix=settings.prefix,
             max_event_bytes=settings.max_event_bytes,
             limits=settings.upstream_limits(),
             **options,
         )
+        producer.fallback = settings.partitions
+        return producer
+
+    async def ready(self) -> Self:
+        """Agree with the deployment's shape, once: its recorded partition count, recorded
+        first if nothing is. Raises `ShapeMismatch` (a count set here or in
+        `TERMINUS_PARTITIONS` disagrees) or `ContractAhead` (the workers read an older
+        contract); `publish` calls it."""
+        if self._partitions is None:
+            given, source = configured(self.configured)
+            self._partitions = await partitions_of(
+                self.redis, self.prefix, given, source=source, by="producer", fallback=self.fallback
+            )
+        return self
+
+    @property
+    def partitions(self) -> int:
+        """The partition count sessions are routed by; the recorded one once `ready()` ran."""
+        if self._partitions is not None:
+            return self._partitions
+        if self.configured is None:
+            raise RuntimeError("await producer.ready() first: the partition count is read then")
+        return self.configured
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -82,6 +115,7 @@ class Producer:
         """XADD every event in one pipeline round trip; returns the entry ids in order. Raises
         `EventTooLarge`, publishing none of them, if one encodes to more than `max_event_bytes`
         (the workers would dead-letter it: deployments set the same `TERMINUS_MAX_EVENT_BYTES`)."""
+        await self.ready()
         encoded = [(event, encode_event(event, self.fmt)) for event in events]
         for event, raw in encoded:
             if len(raw) > self.max_event_bytes:

@@ -115,6 +115,7 @@ class TurnRunner:
         `traceparent` (W3C) makes the turn's spans children of the caller's (docs/traces.md)."""
         provider = provider or str(getattr(call, "provider", ""))
         model = model or str(getattr(call, "model", ""))
+        await self.producer.ready()  # the commands stream is the partition's: its count first
         key = self.producer.keys(session_id).commands
         queue = await self.decisions.watch(key, session_id, turn_id)
         run = _Run(self, self.producer.turn(session_id, turn_id), queue, call, provider, model)
@@ -295,6 +296,7 @@ async def _first(*futures: asyncio.Future[Any]) -> None:
 __all__ = [
     "Attempt",
     "NoDecision",
+    "PersistedMessage",  # what `run_turn` returns
     "ProviderCall",
     "RequestedTool",
     "ToolOutcome",

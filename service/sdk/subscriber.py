@@ -3,9 +3,10 @@
 
     source = GatewaySource("https://terminus.example", token)   # or RedisSource(redis)
     view = LiveSession()
-    async for update in subscribe(session_id, cursor, source=source, until_turn=turn_id):
-        view.apply(update)                 # drops the parts of discarded attempts
-        render(view.text(turn_id))         # what the UI shows now
+    async with subscribe(session_id, cursor, source=source, until_turn=turn_id) as updates:
+        async for update in updates:
+            view.apply(update)             # drops the parts of discarded attempts
+            render(view.text(turn_id))     # what the UI shows now
     save(update.cursor)                    # resume later from here: no gap, no duplicate
 
 `subscribe` yields `Update`s: each frame of the session stream after `cursor` (exclusive; None:
@@ -15,7 +16,8 @@ by itself with exponential backoff, from the last cursor it yielded, so the cons
 frame once. A worker crash needs nothing from the consumer: the pool commits each batch
 atomically, so the session stream never holds a frame twice or loses one. A gateway's 429 is
 waited out for its `Retry-After`. Session streams are capped (MAXLEN ~): a cursor older than the
-oldest kept frame resumes at that frame.
+oldest kept frame resumes at that frame. Leaving it in any way (the end of the `async with`
+block, a `break`, an exception) releases its connection (service/sdk/subscription.py).
 
 Errors (nothing else escapes but the consumer's own exceptions):
     SubscriberError
@@ -35,13 +37,14 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 from terminus.events.outbound import TURN_ENDINGS
 from terminus.service.sdk.gateway_source import GatewaySource
 from terminus.service.sdk.live import LivePart, LiveSession, LiveTurn
 from terminus.service.sdk.redis_source import RedisSource
+from terminus.service.sdk.subscription import Subscription
 from terminus.service.sdk.updates import (
     Interrupted,
     Source,
@@ -64,6 +67,7 @@ __all__ = [
     "Source",
     "SourceUnavailable",
     "SubscriberError",
+    "Subscription",
     "SubscriptionDenied",
     "SubscriptionRefused",
     "UnreadableFrame",
@@ -82,7 +86,7 @@ class Backoff:
     give_up_after_s: float | None = None
 
 
-async def subscribe(
+def subscribe(
     session_id: str,
     cursor: str | None = None,
     *,
@@ -90,11 +94,24 @@ async def subscribe(
     until_end: bool = False,
     until_turn: str | None = None,
     backoff: Backoff | None = None,
-) -> AsyncIterator[Update]:
+) -> Subscription:
     """The session's updates after `cursor`, then live ones, each once and in order, resuming by
     itself after any failure worth retrying. Forever, unless `until_end` (stop after the first
-    `turn_finished` or `agent_error`) or `until_turn` (after that turn's one)."""
-    retry = _Retry(backoff or Backoff())
+    `turn_finished` or `agent_error`) or `until_turn` (after that turn's one). Iterate it, or
+    enter it first (`async with`): either way, leaving releases the connection."""
+    updates = _updates(session_id, cursor, source, until_end, until_turn, backoff or Backoff())
+    return Subscription(updates)
+
+
+async def _updates(
+    session_id: str,
+    cursor: str | None,
+    source: Source,
+    until_end: bool,
+    until_turn: str | None,
+    backoff: Backoff,
+) -> AsyncGenerator[Update, None]:
+    retry = _Retry(backoff)
     last = cursor
     while True:
         try:

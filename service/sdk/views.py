@@ -4,6 +4,9 @@ Every function takes a `redis.asyncio.Redis` client speaking RESP2 with `decode_
 (both the defaults): dead letters keep their raw bytes. Key names come from `terminus.service.keys`
 only.
 
+`partitions` None (the default) is the count the deployment recorded; a set one must agree with
+it, else `ShapeMismatch` (service/shape.py).
+
 A cursor is the stream id of a frame in its session stream; reading "after" a cursor is exclusive,
 so a reader that passes the last cursor it saw gets every later frame exactly once. Session
 streams are capped (MAXLEN ~): a cursor older than the oldest kept frame resumes at that frame.
@@ -24,6 +27,7 @@ from terminus.service.redis.connect import execute
 from terminus.service.redis.replies import StreamEntry, text, xrange
 from terminus.service.sdk.redis_source import RedisSource
 from terminus.service.sdk.updates import frame_at
+from terminus.service.shape import partitions_for_reader
 
 REQUEUED_FROM: Final = b"requeued_from"
 
@@ -45,11 +49,12 @@ async def session_updates(
     *,
     after: str | None = None,
     count: int | None = None,
-    partitions: int = 16,
+    partitions: int | None = None,
     prefix: str = DEFAULT_PREFIX,
 ) -> list[SessionUpdate]:
     """Frames of the session after cursor `after` (exclusive; None: from the first), oldest
     first, at most `count`, each with `cursor` set to its stream id."""
+    partitions = await partitions_for_reader(redis, prefix, partitions)
     key = keys_for_session(session_id, partitions, prefix).session(session_id)
     low = "-" if after is None else f"({after}"
     return [frame_of(entry) for entry in await xrange(redis, key, low, "+", count)]
@@ -61,7 +66,7 @@ async def follow_updates(
     *,
     after: str | None = None,
     block_ms: int = 1000,
-    partitions: int = 16,
+    partitions: int | None = None,
     prefix: str = DEFAULT_PREFIX,
 ) -> AsyncGenerator[SessionUpdate, None]:
     """The frames after `after` that exist, then each new one as it is committed; forever.
@@ -79,11 +84,13 @@ async def session_messages(
     redis: Redis,
     session_id: str,
     *,
-    partitions: int = 16,
+    partitions: int | None = None,
     prefix: str = DEFAULT_PREFIX,
 ) -> list[PersistedMessage]:
     """The session's persisted messages in commit order (first commit of each message)."""
-    keys = keys_for_session(session_id, partitions, prefix)
+    keys = keys_for_session(
+        session_id, await partitions_for_reader(redis, prefix, partitions), prefix
+    )
     order = await redis.zrange(keys.message_order(session_id), 0, -1)
     if not order:
         return []
@@ -96,10 +103,11 @@ async def dead_letters(
     redis: Redis,
     *,
     partition: int | None = None,
-    partitions: int = 16,
+    partitions: int | None = None,
     prefix: str = DEFAULT_PREFIX,
 ) -> list[DeadLetter]:
     """Dead letters of one partition, or of every partition in partition order, oldest first."""
+    partitions = await partitions_for_reader(redis, prefix, partitions)
     chosen = range(partitions) if partition is None else [partition]
     async with redis.pipeline(transaction=False) as pipe:
         for number in chosen:

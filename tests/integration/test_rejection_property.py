@@ -8,12 +8,13 @@ session's turn at all. Each session publishes turns of the soak's shapes (bench/
 answers, cuts retried, tool steps, rate limits, failures), the sessions interleaved. Between any
 two valid entries come probes: events of any type around a turn's position (in order, a gap,
 far ahead, another attempt or step), from the turn's session or another one, or naming a turn
-that never started; and now and then bytes no decoder reads. The pure fold judges each probe against the turns as the valid entries so
-far made them; the ones it refuses are published, with their expected reason. The worker must
-then commit exactly the frames, messages and snapshots of the fold of the valid entries alone
-(`expect.fold_session`), which is also what `terminus simulate` makes of each turn's valid
-entries, run as a log file; dead-letter exactly the probes with those reasons, answer each that
-names no turn of its session with `turn_refused`, and replay to the same bytes.
+that never started; and now and then bytes no decoder reads. The pure fold judges each probe
+against the turns as the valid entries so far made them; the ones it refuses are published,
+with their expected reason. The worker must then commit exactly the frames, messages and
+snapshots of the fold of the valid entries alone (`expect.fold_session`), which is also what
+`terminus simulate` makes of each turn's valid entries, run as a log file; dead-letter exactly
+the probes with those reasons, answer each that names no turn of its session with
+`turn_refused`, and replay to the same bytes.
 """
 
 from __future__ import annotations

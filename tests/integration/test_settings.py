@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from terminus.events.adapters import UpstreamLimits
+from terminus.service.redaction import SecretUrl
 from terminus.service.settings import Settings, SettingsError, from_env
 
 INT_VARS = {
@@ -47,7 +48,7 @@ def test_every_variable_is_read() -> None:
     settings = from_env(env)
     for n, field in enumerate(INT_VARS.values()):
         assert getattr(settings, field) == 100 + n
-    assert settings.redis_url == "rediss://user:secret@redis.example:6380/1"
+    assert settings.redis_url == SecretUrl("rediss://user:secret@redis.example:6380/1")
     assert settings.prefix == "staging"
     assert settings.retry_caps == {"rate_limit": 5}
     assert settings.keep_partial is False

@@ -30,11 +30,13 @@ from terminus.events.codec import encode_json
 from terminus.events.inbound import TurnStarted
 from terminus.events.outbound import AgentMessageChunk
 from terminus.service.keys import FIELD, Keys, control_channel, keys_for_session
+from terminus.service.redaction import SecretUrl
 from terminus.service.redis.replies import text
 from terminus.service.runtime.app import create_app
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.subscriber import RedisSource
 from terminus.service.settings import Settings
+from terminus.service.shape import record
 from tests.support.backends import as_user
 
 PARTITIONS: Final = 4
@@ -140,7 +142,7 @@ async def test_the_worker_app_runs_over_tls_as_the_service_user_and_hears_nudges
     """The FastStream app as `terminus worker` runs it (service/runtime/app.py): its broker
     connects with REDIS_URL alone, names its connections, takes the partitions, and subscribes to
     the control channel, all as the service's user, over TLS with the client certificate."""
-    settings = Settings(redis_url=server.url, prefix=prefix, partitions=2)
+    settings = Settings(redis_url=SecretUrl(server.url), prefix=prefix, partitions=2)
     async with TestApp(create_app(settings)):
         await until_leased(redis, prefix, partitions=2)
         channel = control_channel(prefix)
@@ -189,6 +191,7 @@ async def test_a_producer_s_user_appends_to_the_inbound_logs_and_does_nothing_el
     user_of: Callable[[str, list[str]], Awaitable[Redis]], redis: Redis, prefix: str
 ) -> None:
     producer = await user_of("producer", producer_rules(prefix, PARTITIONS))
+    await record(redis, prefix, PARTITIONS, "pool")  # the pool started first: the user reads it
     started = TurnStarted(session_id="s-1", turn_id="t-1", seq=0)
     [entry] = await Producer(producer, partitions=PARTITIONS, prefix=prefix).publish([started])
     keys = keys_for_session("s-1", PARTITIONS, prefix)
@@ -203,6 +206,7 @@ async def test_a_reader_s_user_reads_session_streams_and_does_nothing_else(
     user_of: Callable[[str, list[str]], Awaitable[Redis]], redis: Redis, prefix: str
 ) -> None:
     reader = await user_of("reader", reader_rules(prefix))
+    await record(redis, prefix, PARTITIONS, "pool")
     keys = keys_for_session("s-1", PARTITIONS, prefix)
     frame = AgentMessageChunk(
         session_id="s-1", turn_id="t-1", step=1, attempt=1, part_id="p0", delta="hi"

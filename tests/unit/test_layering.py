@@ -37,14 +37,16 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     "redaction": frozenset(),
     "settings": frozenset(("keys", "redaction", EVENTS, MACHINES, ERRORS)),
     "redis": frozenset(("keys", "settings", "redaction", ERRORS)),
+    # The deployment's recorded shape: what every process reads as it starts.
+    "shape": frozenset(("keys", "settings", EVENTS, "redis", ERRORS)),
     "metrics": BASE | {"redis"},
     "fold": BASE | {"redis", "metrics"},
     # Producers and frontends import the SDK: the contract and Redis, never the worker's parts.
-    "sdk": frozenset(("keys", "settings", "redaction", EVENTS, "redis", ERRORS)),
+    "sdk": frozenset(("keys", "settings", "redaction", EVENTS, "redis", "shape", ERRORS)),
     "retention": BASE | {"redis", "fold"},
-    "runtime": BASE | {"redis", "metrics", "fold", "retention"},
+    "runtime": BASE | {"redis", "shape", "metrics", "fold", "retention"},
     # The gateway reads what the workers committed; it never runs or reaches into a worker.
-    "gateway": BASE | {"redis", "metrics", "fold", "sdk"},
+    "gateway": BASE | {"redis", "shape", "metrics", "fold", "sdk"},
     # Turns told as spans (issue 36): the log folded by the core, projected; never the worker.
     "traces": BASE | {"redis", "fold", "retention"},
     # The published contract: the messages' types, the gateway's answer types and the key
@@ -53,7 +55,8 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     # The gateway held to the contract: a real worker folds a scene, the gateway is asked.
     "conformance": BASE | {"redis", "fold", "sdk", "runtime", "gateway"},
     "cli": BASE
-    | {"redis", "metrics", "fold", "sdk", "retention", "runtime", "gateway", "contract"}
+    | {"redis", "shape", "metrics", "fold", "sdk", "retention", "runtime", "gateway"}
+    | {"contract"}
     | {"conformance", "traces"},
     "terminus": frozenset(("sdk", "cli", ERRORS)),
 }

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from terminus.service.redaction import redacted_tokens, redacted_url
+from terminus.service.redaction import SecretUrl, redacted_tokens, redacted_url
 from terminus.service.settings import Settings, from_env
 
 
@@ -45,11 +45,12 @@ def test_no_password_survives_redaction(user: str, password: str) -> None:
 
 def test_settings_never_print_the_url_s_password() -> None:
     settings = from_env({"REDIS_URL": "rediss://app:hunter2hunter2@cache.example:6380/0"})
-    assert settings.redis_url == "rediss://app:hunter2hunter2@cache.example:6380/0"
+    assert settings.redis_url is not None
+    assert settings.redis_url.reveal() == "rediss://app:hunter2hunter2@cache.example:6380/0"
     for text in (repr(settings), str(settings), f"{settings}", f"{settings!r}"):
         assert "hunter2" not in text
         assert "rediss://app:***@cache.example:6380/0" in text
-    assert "hunter2" not in repr(Settings(redis_url="redis://:hunter2@h"))
+    assert "hunter2" not in repr(Settings(redis_url=SecretUrl("redis://:hunter2@h")))
 
 
 def spelled(name: str) -> st.SearchStrategy[str]:

@@ -35,7 +35,7 @@ def setuser(user: str, rules: list[str]) -> list[str]:
 
 def elided(rules: list[str]) -> list[str]:
     """The producer's rules as the docs write them: the first two logs, `...`, the last."""
-    logs = [rule for rule in rules if rule.startswith("~")]
+    logs = [rule for rule in rules if rule.startswith("~") and rule.endswith(":in")]
     start = rules.index(logs[0])
     return [*rules[:start], *logs[:2], ELIDED, logs[-1], *rules[start + len(logs) :]]
 

@@ -58,7 +58,7 @@ def fault_settings(url: str, *, partitions: int = 8, **overrides: Any) -> Settin
 def worker_env(settings: Settings) -> dict[str, str]:
     """The environment of a worker process running with `settings`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TERMINUS_")}
-    env["REDIS_URL"] = settings.redis_url or ""
+    env["REDIS_URL"] = settings.redis_url.reveal() if settings.redis_url else ""
     env["TERMINUS_PREFIX"] = settings.prefix
     for name in ("partitions", "batch_size", "block_ms", "lease_ttl_ms", "stall_timeout_ms"):
         env[f"TERMINUS_{name.upper()}"] = str(getattr(settings, name))
