@@ -22,12 +22,14 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from redis.asyncio import Redis
 from serving import running_worker
 
+from terminus.events.codec import MAX_EVENT_BYTES
 from terminus.service.cli.feeding import publish_attempt
 from terminus.service.cli.main import main
 from terminus.service.keys import FIELD, keys_for_session
 from terminus.service.redis.replies import xrange
 from terminus.service.sdk.producer import Producer
 from terminus.service.settings import Settings
+from terminus.service.traces.logs import PartitionTraces
 from tests.support.polling import until
 
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams" / "anthropic"
@@ -178,3 +180,42 @@ async def test_the_same_logs_give_the_same_trees(
     assert await asyncio.to_thread(main, ["traces", "--once", "--json"]) == 0
     assert capsys.readouterr().out == first
     assert len(first.splitlines()) == 2
+
+
+async def test_archived_turns_are_read_from_the_archive_into_the_same_trees(
+    traffic: None,
+    redis: Redis,
+    prefix: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("TERMINUS_ARCHIVE_DIR", str(tmp_path / "archive"))
+    assert await asyncio.to_thread(main, ["traces", "--once", "--json"]) == 0
+    before = capsys.readouterr().out
+    assert await asyncio.to_thread(main, ["archive", "--once"]) == 0
+    assert "(2 turns released)" in capsys.readouterr().out
+    for session in TURNS:  # the turns' entries left the live logs
+        inbound = keys_for_session(session, PARTITIONS, prefix).inbound
+        logged = [f[FIELD] for _, f in await xrange(redis, inbound) if FIELD in f]
+        assert not any(session.encode() in raw for raw in logged)
+
+    assert await asyncio.to_thread(main, ["traces", "--once", "--json"]) == 0
+    assert capsys.readouterr().out == before
+
+
+async def test_a_follower_exports_a_turn_once_it_ends_and_only_then(
+    redis: Redis, prefix: str
+) -> None:
+    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
+    keys = keys_for_session("s-later", PARTITIONS, prefix)
+    follower = PartitionTraces(redis, keys, Settings().core(), MAX_EVENT_BYTES)
+    turn = producer.turn("s-later", "t-later")
+    await turn.start()
+    assert await follower.read(None) == []
+    await publish_attempt(turn, CUT, "anthropic", attempt=1)
+    assert await follower.read(None) == []  # cut, a retry awaited: not final
+    await publish_attempt(turn, TEXT, "anthropic", attempt=2)
+    (trace,) = await follower.read(None)
+    assert [s.name for s in trace.spans] == ["invoke_agent", "chat", "chat"]  # no model named
+    assert await follower.read(None) == []  # exported once
