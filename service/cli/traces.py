@@ -4,8 +4,10 @@ Each partition's log is read as replay reads it (archive, then live log), folded
 and each turn that is final becomes its span tree (service/traces/), exported over OTLP/HTTP
 (protobuf) to where the standard OTEL_EXPORTER_OTLP_* variables say, or printed as JSON lines
 with `--json`. With `--once` it exports what the logs hold and exits (a backfill); without, it
-goes on every few seconds with what was appended, exporting turns as they end, until Ctrl-C.
-The same log gives the same spans, ids included: a second backfill sends the same spans again.
+goes on every few seconds with what was appended, exporting turns as they end, until Ctrl-C, and
+(exporting, not printing) keeps its position in Redis after each pass: started again, it goes on
+from there. The same log
+gives the same spans, ids included: a second backfill sends the same spans again.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from terminus.service.cli.common import CommandError, Subparsers, handler
 from terminus.service.keys import Keys
 from terminus.service.runtime.archiving import local_archive
 from terminus.service.settings import Settings
+from terminus.service.traces import marks
 from terminus.service.traces.logs import PartitionTraces
 from terminus.service.traces.spans import TurnTrace, encode
 
@@ -52,6 +55,9 @@ async def _traces(redis: Redis, settings: Settings, args: argparse.Namespace) ->
         PartitionTraces(redis, Keys(p, settings.prefix), settings.core(), settings.max_event_bytes)
         for p in range(settings.partitions)
     ]
+    follow = not args.once and not args.json  # a printout moves no exporter's position
+    if follow:
+        await _resume(redis, partitions)
     try:
         while True:
             traces = [t for p in partitions for t in await p.read(where)]
@@ -60,9 +66,27 @@ async def _traces(redis: Redis, settings: Settings, args: argparse.Namespace) ->
                 print(f"exported {spans} spans of {len(traces)} turns", file=sys.stderr)
             if args.once:
                 return 0
+            if follow:
+                await _save(redis, partitions)
             await asyncio.sleep(REPEAT_S)
     finally:
         close()
+
+
+async def _resume(redis: Redis, partitions: list[PartitionTraces]) -> None:
+    """A follower goes on where the last one stopped (service/traces/marks.py)."""
+    for partition in partitions:
+        mark = await marks.load(redis, partition.keys)
+        if mark is not None:
+            partition.resume_from(mark)
+
+
+async def _save(redis: Redis, partitions: list[PartitionTraces]) -> None:
+    """Once a pass is exported: where the next follower resumes."""
+    for partition in partitions:
+        mark = partition.mark()
+        if mark is not None:
+            await marks.save(redis, partition.keys, mark)
 
 
 def _printer() -> tuple[Sink, Callable[[], None]]:

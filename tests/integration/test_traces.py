@@ -24,7 +24,9 @@ from terminus.service.keys import FIELD, keys_for_session
 from terminus.service.redis.replies import xrange
 from terminus.service.sdk.producer import Producer
 from terminus.service.settings import Settings
+from terminus.service.traces import marks
 from terminus.service.traces.logs import PartitionTraces
+from terminus.service.traces.spans import encode
 from tests.support.polling import until
 
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams" / "anthropic"
@@ -167,3 +169,39 @@ async def test_a_follower_exports_a_turn_once_it_ends_and_only_then(
     (trace,) = await follower.read(None)
     assert [s.name for s in trace.spans] == ["invoke_agent", "chat", "chat"]  # no model named
     assert await follower.read(None) == []  # exported once
+
+
+async def test_a_follower_started_again_goes_on_from_its_mark_and_exports_no_turn_twice(
+    redis: Redis, prefix: str
+) -> None:
+    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
+    keys = keys_for_session("s-marked", PARTITIONS, prefix)
+    first = PartitionTraces(redis, keys, Settings().core(), MAX_EVENT_BYTES)
+    done, open_turn = producer.turn("s-marked", "t-done"), producer.turn("s-marked", "t-open")
+    await open_turn.start()
+    await publish_attempt(open_turn, CUT, "anthropic", attempt=1)  # cut: waits for its retry
+    await done.start()
+    await publish_attempt(done, TEXT, "anthropic", attempt=1)
+    assert [t.turn_id for t in await first.read(None)] == ["t-done"]
+    mark = first.mark()
+    assert mark is not None
+    await marks.save(redis, keys, mark)
+
+    await publish_attempt(open_turn, TEXT, "anthropic", attempt=2)
+    later = producer.turn("s-marked", "t-later")
+    await later.start()
+    await publish_attempt(later, TEXT, "anthropic", attempt=1)
+    again = PartitionTraces(redis, keys, Settings().core(), MAX_EVENT_BYTES)
+    loaded = await marks.load(redis, keys)
+    assert loaded == mark
+    again.resume_from(loaded)
+    resumed = await again.read(None)
+    assert [t.turn_id for t in resumed] == ["t-open", "t-later"]
+    assert [s.attributes["terminus.attempt.outcome"] for s in resumed[0].spans[1:]] == [
+        "discarded",
+        "proven",
+    ]
+    fresh = PartitionTraces(redis, keys, Settings().core(), MAX_EVENT_BYTES)
+    everything = await fresh.read(None)
+    assert [t.turn_id for t in everything] == ["t-done", "t-open", "t-later"]
+    assert [encode(t) for t in everything[1:]] == [encode(t) for t in resumed]
