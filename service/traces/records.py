@@ -46,7 +46,6 @@ class Folder:
     open: dict[str, _Open] = field(default_factory=dict)
     # Final turns are forgotten, their ids kept: a late `turn-started` must not reopen one.
     done: set[str] = field(default_factory=set)
-    rejected: int = 0
 
     def apply(self, event: InboundEvent, at_ms: int) -> list[Record] | None:
         """Fold one event; the turn's records if it made the turn final, else None."""
@@ -56,8 +55,7 @@ class Folder:
         out = Outputs()
         try:
             turn, _ = evolve(known.turn if known else None, event, self.config, out)
-        except CoreError:
-            self.rejected += 1
+        except CoreError:  # rejection is pure: the turn is as it was
             return None
         opened = known or self.open.setdefault(event.turn_id, _Open(turn))
         if out.transitions or out.frames or known is None:
