@@ -67,8 +67,15 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     ts_ms: Count = 0
 
 
+# A W3C Trace Context `traceparent` is 55 characters: a value over the bound is no traceparent.
+TraceParent = Annotated[str, msgspec.Meta(max_length=128)]
+
+
 class TurnStarted(Event, frozen=True, kw_only=True, tag="turn-started"):
     max_attempts: Attempts | None = None
+    # The producer's trace context (W3C `traceparent`), for the turn's spans (docs/traces.md);
+    # one that does not parse is ignored there, never refused here.
+    traceparent: TraceParent | None = None
 
 
 class AttemptStarted(Event, frozen=True, kw_only=True, tag="attempt-started"):

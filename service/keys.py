@@ -21,6 +21,8 @@ slot; `prefix` defaults to `terminus` and lets replay build projections beside t
                                     with retention, those of the entries the live log holds)
     {prefix}:{p}:<stream>-marks     where `transitions` / `commands` ended at each recent release
                                     (sorted set of their stream ids, score = the release's ms)
+    {prefix}:{p}:traces-mark        where `terminus traces` resumes folding the log and up to where
+                                    it exported (string, JSON; service/traces/marks.py)
     {prefix}:{p}:lease              the partition's lease: "<worker>:<epoch>" with a TTL
     {prefix}:{p}:epoch              the partition's last lease epoch (counter)
     {prefix}:{p}:metrics            the partition's domain counters (hash, docs/metrics.md)
@@ -94,6 +96,10 @@ class Keys:
     @property
     def transitions(self) -> str:
         return f"{self.root}:transitions"
+
+    @property
+    def traces_mark(self) -> str:
+        return f"{self.root}:traces-mark"
 
     def marks(self, stream: str) -> str:
         """The release marks of `stream`, one of this partition's `transitions` or `commands`."""

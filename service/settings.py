@@ -29,6 +29,7 @@
 | `TERMINUS_ARCHIVE_DIR` | `./var/archive` | where archived log segments go (retention/archive.py) |
 | `TERMINUS_RETAIN_MS` | 0: off | archive final turns older than this (at least 2000), trim logs |
 | `TERMINUS_REDIS_CLUSTER` | 0 | 1: `REDIS_URL` names any node of a Redis Cluster |
+| `TERMINUS_TRACES` | 0 | 1: `terminus run` also exports every turn's spans (docs/traces.md) |
 | `TERMINUS_COMMIT_WAIT_REPLICAS` | 0 | >0: WAIT after each commit for this many replicas |
 | `TERMINUS_COMMIT_WAIT_MS` | 100 | how long that WAIT may block (a shortfall is logged) |
 | `TERMINUS_LINGER_MS` | 2 | let entries gather before a round that only reads (0: never) |
@@ -106,6 +107,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     archive_dir: str = "./var/archive"
     retain_ms: int = 0  # 0: no retention, the log is never trimmed by the workers
     redis_cluster: bool = False
+    traces: bool = False  # `terminus run` runs `terminus traces` beside its workers
     commit_wait_replicas: int = 0
     commit_wait_ms: int = 100
     linger_ms: int = 2  # least time between rounds at light load (runtime/pump.py, _pace)
@@ -171,7 +173,11 @@ _COUNTS = {  # may be 0
     "TERMINUS_LINGER_MS": "linger_ms",
 }
 _ORIGIN = re.compile(r"https?://[A-Za-z0-9.\-\[\]:]+")
-_FLAGS = {"TERMINUS_KEEP_PARTIAL": "keep_partial", "TERMINUS_REDIS_CLUSTER": "redis_cluster"}
+_FLAGS = {
+    "TERMINUS_KEEP_PARTIAL": "keep_partial",
+    "TERMINUS_REDIS_CLUSTER": "redis_cluster",
+    "TERMINUS_TRACES": "traces",
+}
 
 
 def from_env(env: Mapping[str, str]) -> Settings:

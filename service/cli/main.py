@@ -21,6 +21,7 @@ from terminus.service.cli.providers import add_provider_arguments
 from terminus.service.cli.publish import add_publish_command
 from terminus.service.cli.read import add_read_commands
 from terminus.service.cli.sink import add_sink_command
+from terminus.service.cli.traces import add_traces_command
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -187,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_call_command(sub)
     add_contract_command(sub)
     add_sink_command(sub)
+    add_traces_command(sub)
     add_gateway_commands(sub)
     return parser
 

@@ -97,7 +97,7 @@ def run_service(
     if http is not None:
         _token_keys()
     url, server = ensure_redis(settings, DATA_DIR, embedded=embedded, preexec=die_with_parent())
-    extra = []
+    extra = companions(settings)
     if http is not None and can_bind(http[1], http[0]):
         extra.append(["gateway", "--http", f"{http[0]}:{http[1]}"])
         print(
@@ -142,6 +142,17 @@ def run_service(
         pool.stop()
         if server is not None:
             server.stop()
+
+
+def companions(settings: Settings) -> list[list[str]]:
+    """The commands that run beside the workers whatever the gateway does: with
+    `TERMINUS_TRACES=1`, `terminus traces`, which exports each turn's spans as it ends."""
+    if not settings.traces:
+        return []
+    print(
+        "terminus: exporting spans of every turn (terminus traces, docs/traces.md)", file=sys.stderr
+    )
+    return [["traces"]]
 
 
 async def _shaped(url: str, settings: Settings) -> Settings:

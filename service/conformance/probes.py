@@ -27,9 +27,7 @@ from terminus.service.redis.connect import no_resends
 from terminus.service.redis.embedded import free_port
 from terminus.service.settings import Settings
 
-Token = Literal[
-    "session", "quiet", "other", "operator", "expired", "forged", "none", "producer"
-]
+Token = Literal["session", "quiet", "other", "operator", "expired", "forged", "none", "producer"]
 Via = Literal["bearer", "cookie", "query"]
 Gateway = Literal["main", "limited", "unreachable"]
 

@@ -77,9 +77,21 @@ class TurnPublisher:
         self.seqs = Seqs(next_seq)
         self.ended = True  # that attempt's stream is not this publisher's to feed
 
-    async def start(self, max_attempts: int | None = None, ts_ms: int | None = None) -> None:
-        """Open the turn (`turn-started`)."""
-        await self.emit(TurnStarted, max_attempts=max_attempts, ts_ms=self._now(ts_ms))
+    async def start(
+        self,
+        max_attempts: int | None = None,
+        ts_ms: int | None = None,
+        *,
+        traceparent: str | None = None,
+    ) -> None:
+        """Open the turn (`turn-started`); `traceparent` (W3C) puts its spans in the caller's
+        trace (docs/traces.md)."""
+        await self.emit(
+            TurnStarted,
+            max_attempts=max_attempts,
+            ts_ms=self._now(ts_ms),
+            traceparent=traceparent,
+        )
 
     async def start_attempt(
         self,

@@ -109,8 +109,10 @@ class TurnRunner:
         max_attempts: int | None = None,
         tools: Tools | None = None,
         on_compaction: Compaction | None = None,
+        traceparent: str | None = None,
     ) -> PersistedMessage:
-        """Run the turn to its end; `provider` and `model` default to the call's own."""
+        """Run the turn to its end; `provider` and `model` default to the call's own;
+        `traceparent` (W3C) makes the turn's spans children of the caller's (docs/traces.md)."""
         provider = provider or str(getattr(call, "provider", ""))
         model = model or str(getattr(call, "model", ""))
         await self.producer.ready()  # the commands stream is the partition's: its count first
@@ -118,7 +120,7 @@ class TurnRunner:
         queue = await self.decisions.watch(key, session_id, turn_id)
         run = _Run(self, self.producer.turn(session_id, turn_id), queue, call, provider, model)
         try:
-            await run.publisher.start(max_attempts)
+            await run.publisher.start(max_attempts, traceparent=traceparent)
             return await run.until_concluded(tools, on_compaction)
         finally:
             self.decisions.forget(key, session_id, turn_id)

@@ -15,13 +15,16 @@ import pytest
 from redis.asyncio import Redis
 from serving import running_worker
 
+from terminus.events.codec import MAX_EVENT_BYTES
 from terminus.events.outbound import CompactionRequired, TextPart, ToolPart, ToolsRequired
+from terminus.service.keys import keys_for_session
 from terminus.service.sdk.attempts import AttemptOrderError
 from terminus.service.sdk.callers import anthropic
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.runner import Attempt, ToolOutcome, TurnFailed, TurnRefused, TurnRunner
 from terminus.service.sdk.views import session_messages
 from terminus.service.settings import Settings
+from terminus.service.traces.logs import PartitionTraces
 from tests.support.fake_provider import Reply, fake_provider
 from tests.support.faults.malformed import beside
 
@@ -279,3 +282,18 @@ async def test_a_turn_id_of_another_session_is_refused_not_waited_for(
     assert refused.value.reason == f"turn t-taken is not a turn of session {other}"
     stored = await session_messages(redis, "s-owner", partitions=4, prefix=prefix)
     assert stored == [owned], "the owner's message is as it was"
+
+
+async def test_a_traceparent_given_to_the_runner_is_the_parent_of_the_turns_span(
+    runner: tuple[TurnRunner, Sleeps], redis: Redis, prefix: str
+) -> None:
+    turn_runner, _ = runner
+    caller = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    async with fake_provider([Reply(200, ANSWER, SSE)]) as provider:
+        call = anthropic("key", "claude-x", {"max_tokens": 64}, base_url=provider.url)
+        await turn_runner.run_turn("s-traced", "t-traced", call, traceparent=caller)
+    keys = keys_for_session("s-traced", 4, prefix)
+    (trace,) = await PartitionTraces(redis, keys, Settings().core(), MAX_EVENT_BYTES).read(None)
+    assert (trace.root.trace_id, trace.root.parent_id) == (caller[3:35], caller[36:52])
+    assert trace.root.parent_remote
+    assert [s.attributes["terminus.attempt.outcome"] for s in trace.spans[1:]] == ["proven"]

@@ -62,7 +62,10 @@ def golden(tag: str, own_fields: bytes = b"") -> bytes:
 
 
 GOLDEN: Final[list[tuple[InboundEvent, bytes]]] = [
-    (TurnStarted(**IDS, max_attempts=4), golden("turn-started", b',"max_attempts":4')),
+    (
+        TurnStarted(**IDS, max_attempts=4),
+        golden("turn-started", b',"max_attempts":4,"traceparent":null'),
+    ),
     (
         AttemptStarted(
             **IDS, provider="anthropic", model="claude", contract="anthropic-messages", strict=False

@@ -50,6 +50,8 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     "frontends": frozenset((EVENTS, MACHINES, ERRORS)),
     # The gateway reads what the workers committed; it never runs or reaches into a worker.
     "gateway": BASE | {"redis", "shape", "metrics", "fold", "sdk", "frontends"},
+    # Turns told as spans (issue 36): the log folded by the core, projected; never the worker.
+    "traces": BASE | {"redis", "fold", "retention"},
     # The published contract: the messages' types, the gateway's answer types and the key
     # layout; it describes what runs, and runs nothing.
     "contract": frozenset(("keys", EVENTS, MACHINES, ERRORS, "gateway", "frontends")),
@@ -61,10 +63,19 @@ ALLOWED: Final[Mapping[str, frozenset[str]]] = {
     "cli": BASE
     | {"redis", "shape", "metrics", "fold", "sdk", "retention", "runtime", "gateway"}
     | {"contract"}
-    | {"conformance", "frontends", "sinks"},
+    | {"conformance", "frontends", "sinks", "traces"},
     "terminus": frozenset(("sdk", "cli", ERRORS)),
 }
-WORKER_PARTS: Final = ("fold", "runtime", "retention", "gateway", "sinks", "cli", "frontends")
+WORKER_PARTS: Final = (
+    "fold",
+    "runtime",
+    "retention",
+    "gateway",
+    "sinks",
+    "traces",
+    "cli",
+    "frontends",
+)
 # The turn's machine; the SDK may read the core's settings types (retry policy), not these.
 MACHINE_MODULES: Final = tuple(
     f"terminus.statemachines.{name}"
