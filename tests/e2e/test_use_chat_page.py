@@ -46,7 +46,7 @@ SESSIONS: Final = ("s-1", "s-2", "s-3")
 START_S: Final = 90.0  # the server bundles the page and the route helper before it listens
 DEADLINE_S: Final = 30.0
 PACE_S: Final = 0.15
-SLOW_S: Final = 1.0  # the retry streams for several seconds once let go: time for a reload
+SLOW_S: Final = 1.5  # the retry streams for about 6 s once let go: time for a reload
 
 pytestmark = [
     needs_chromium,
@@ -138,17 +138,20 @@ async def app(served: Served, tmp_path: Path, request: pytest.FixtureRequest) ->
     assert server.stdout is not None
     try:
         line = await asyncio.wait_for(server.stdout.readline(), START_S)
-        assert line, (tmp_path / "server.log").read_text()
+        assert line, (tmp_path / "server.log").read_text()  # it ended before listening
         started: asyncio.Queue[dict[str, str]] = asyncio.Queue()
         reading = asyncio.create_task(_announced(server.stdout, started))
-        yield App(f"http://127.0.0.1:{json.loads(line)['port']}", started)
-        reading.cancel()
+        try:
+            yield App(f"http://127.0.0.1:{json.loads(line)['port']}", started)
+        finally:
+            reading.cancel()
     finally:
         server.terminate()
         await server.wait()
 
 
 async def _announced(lines: asyncio.StreamReader, started: asyncio.Queue[dict[str, str]]) -> None:
+    """Each turn the server started, as it says so."""
     while line := await lines.readline():
         await started.put(json.loads(line)["started"])
 
