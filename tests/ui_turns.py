@@ -149,3 +149,17 @@ async def wait_for_text(served: Served, session: str, deadline_s: float = 30.0) 
             return text
         await asyncio.sleep(0.05)
     raise AssertionError(f"no proven text in {session} after {deadline_s} s")
+
+
+async def until_open(served: Served, session: str, deadline_s: float = 30.0) -> None:
+    """Once the session has an open turn (its resume GET answers 200, not 204)."""
+    url = f"{served.base}/v1/sessions/{session}/ui-message-stream"
+    give_up = time.monotonic() + deadline_s
+    async with httpx.AsyncClient(timeout=10.0) as client:
+        while time.monotonic() < give_up:
+            async with client.stream("GET", url, headers=auth(session)) as response:
+                if response.status_code == 200:
+                    return
+                assert response.status_code == 204, response.status_code
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"no turn opened in {session} after {deadline_s} s")

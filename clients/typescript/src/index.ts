@@ -1,5 +1,6 @@
 // The terminus client for frontends: follow a session over the gateway's SSE, resuming across
-// cuts, and keep a live view in which the parts of discarded attempts vanish.
+// cuts, and keep a live view in which the parts of discarded attempts vanish; or, from the app's
+// own server, hand a stock `useChat` terminus's UI message stream.
 export type * from "./contract.js";
 export { cursorAfter } from "./cursor.js";
 export {
@@ -11,6 +12,15 @@ export {
 } from "./errors.js";
 export { LivePart, LiveSession, LiveTurn } from "./live.js";
 export type { PartKind, ToolStatus, TurnStatus } from "./live.js";
+export { chatRoutes, UI_MESSAGE_STREAM_HEADER, uiMessageStreamResponse, uiMessageStreamUrl } from "./route.js";
+export type {
+  ChatRequestBody,
+  ChatRoutes,
+  ChatRoutesOptions,
+  RouteContext,
+  UiStreamMode,
+  UiStreamOptions,
+} from "./route.js";
 export { SseParser } from "./sse.js";
 export type { ServerSentEvent } from "./sse.js";
 export { DEFAULT_BACKOFF, retryAfter, subscribe } from "./subscribe.js";
