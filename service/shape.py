@@ -29,7 +29,7 @@ import logging
 import os
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 import msgspec
 from redis.asyncio import Redis
@@ -38,8 +38,9 @@ from terminus.events.versions import CURRENT
 from terminus.service import TerminusError
 from terminus.service.keys import shape_key
 from terminus.service.redis.replies import text
-from terminus.service.redis.scripts import script
-from terminus.service.settings import Settings, from_env
+
+if TYPE_CHECKING:  # the settings load the adapters, which a frontend reading the shape needs not
+    from terminus.service.settings import Settings
 
 log = logging.getLogger("terminus.shape")
 
@@ -111,6 +112,10 @@ async def recorded(redis: Redis, prefix: str, *, fresh: bool = False) -> Shape |
 async def record(redis: Redis, prefix: str, partitions: int, by: Writer) -> Shape:
     """The recorded shape, recording `partitions` first if nothing is; a pool also raises the
     recorded contract version to its own."""
+    # Imported here: only a writer (the pool, a producer) records, and a frontend that reads
+    # the shape must not load the scripts (tests/unit/test_sdk_weight.py).
+    from terminus.service.redis.scripts import script
+
     values = await script(redis, "shape")(
         keys=[shape_key(prefix)], args=[partitions, prefix, CURRENT, by]
     )
@@ -124,6 +129,8 @@ def configured(
     if partitions is not None:
         return partitions, "argument"
     if env.get(VARIABLE, "").strip():
+        from terminus.service.settings import from_env  # see the TYPE_CHECKING import above
+
         return from_env({VARIABLE: env[VARIABLE]}).partitions, "env"
     return None, "env"
 
