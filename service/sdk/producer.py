@@ -18,6 +18,7 @@ publish (`ready`), and recorded there if nothing is yet. A count passed here or 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Self
@@ -60,6 +61,7 @@ class Producer:
         self.configured = partitions
         self.fallback = DEFAULT_PARTITIONS  # recorded if nothing is, and no count was set
         self._partitions: int | None = None
+        self._agreeing = asyncio.Lock()
         self.prefix = prefix
         self.fmt: Format = fmt
         self.coalesce_ms = coalesce_ms
@@ -86,11 +88,21 @@ class Producer:
         first if nothing is. Raises `ShapeMismatch` (a count set here or in
         `TERMINUS_PARTITIONS` disagrees) or `ContractAhead` (the workers read an older
         contract); `publish` calls it."""
-        if self._partitions is None:
-            given, source = configured(self.configured)
-            self._partitions = await partitions_of(
-                self.redis, self.prefix, given, source=source, by="producer", fallback=self.fallback
-            )
+        if self._partitions is not None:
+            return self
+        # One read for every caller: the first publishes of many turns start at once, and a
+        # read each would open as many connections to the node that holds the record.
+        async with self._agreeing:
+            if self._partitions is None:
+                given, source = configured(self.configured)
+                self._partitions = await partitions_of(
+                    self.redis,
+                    self.prefix,
+                    given,
+                    source=source,
+                    by="producer",
+                    fallback=self.fallback,
+                )
         return self
 
     @property

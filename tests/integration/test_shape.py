@@ -283,3 +283,26 @@ async def test_readers_never_record_and_use_the_default_until_a_writer_does(
     assert await recorded(redis, prefix, fresh=True) == Shape(
         partitions=16, prefix=prefix, contract=CURRENT, by="producer"
     )
+
+
+@pytest.mark.cluster
+async def test_first_publishes_at_once_read_the_record_once(
+    redis: Redis, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many turns starting together agree with the shape through one read, not one each: on a
+    cluster, 179 concurrent reads of the node holding the record broke its connections."""
+    # Written as a pool of another process would: nothing of it is known to this one yet.
+    fields = {"partitions": 4, "prefix": prefix, "contract": CURRENT, "by": "pool"}
+    await redis.hset(shape_key(prefix), mapping=fields)  # type: ignore[arg-type]
+    reads = 0
+    hmget = redis.hmget
+
+    async def counted(*args: object, **kwargs: object) -> object:
+        nonlocal reads
+        reads += 1
+        return await hmget(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(redis, "hmget", counted)
+    producer = Producer(redis, prefix=prefix)
+    await asyncio.gather(*(producer.ready() for _ in range(50)))
+    assert (reads, producer.partitions) == (1, 4)
