@@ -119,7 +119,10 @@ class ProducerRoutes:
     ) -> None:
         self.redis, self.settings, self.grant_of, self.deny = redis, settings, grant_of, deny
         self.hold, self.buckets = hold, buckets
-        self.producer = Producer.from_settings(redis, settings)
+        # The gateway serves settings already settled with the deployment's shape
+        # (service/shape.py), so its count is given: routing a turn needs no ready() first.
+        given = msgspec.structs.replace(settings, partitions_given=True)
+        self.producer = Producer.from_settings(redis, given)
 
     def routes(self, guard: Callable[[Endpoint], Endpoint]) -> list[BaseRoute]:
         return [
