@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from time import perf_counter
 from typing import Any, Final, NamedTuple, cast
 
+import msgspec
 from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import ResponseError
@@ -105,6 +106,30 @@ async def wait_drained(
         check()
         await asyncio.sleep(POLL_S)
     raise TimeoutError(f"inbound logs not drained within {timeout_s:.0f}s")
+
+
+async def wait_marked(
+    redis: Redis,
+    prefix: str,
+    partitions: int,
+    tails: dict[str, bytes],
+    timeout_s: float,
+    check: Callable[[], None],
+) -> float:
+    """Poll until the `terminus traces` follower's mark of every partition is at its tail in
+    `tails` (a mark is written once a pass is exported: every turn up to it was); its
+    perf_counter. `check` raises if the follower died."""
+    keys = [Keys(p, prefix) for p in range(partitions)]
+    wanted = {k.traces_mark: tails[k.inbound].decode() for k in keys if k.inbound in tails}
+    deadline = perf_counter() + timeout_s
+    while perf_counter() < deadline:
+        marks = await mget(redis, sorted(wanted))
+        through = [m and msgspec.json.decode(m)["through"] for m in marks]
+        if through == [wanted[k] for k in sorted(wanted)]:
+            return perf_counter()
+        check()
+        await asyncio.sleep(POLL_S)
+    raise TimeoutError(f"spans not exported within {timeout_s:.0f}s")
 
 
 async def wait_split(redis: Redis, prefix: str, partitions: int, workers: int) -> None:

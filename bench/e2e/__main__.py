@@ -3,7 +3,7 @@
     python -m bench.e2e [--events 150000] [--partitions 16] [--json] [--redis-url URL] [--cluster]
                         [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
                         [--rate EVENTS_PER_S] [--no-latency] [--no-by-rate] [--no-peer]
-                        [--rates R1,R2,...]
+                        [--rates R1,R2,...] [--traces]
 
 (a) raw: the workload's entries XADDed (pipelined), then drained by XREADGROUP COUNT batch + XACK
     with no processing, one task per partition; (a) and (b) are best of `--repeat` runs;
@@ -16,6 +16,9 @@
 (c) latency: a paced producer at half (`--load`) the 1-worker rate for `--seconds`, a reader
     XREADing the session streams; per delta frame, the time from publish to the reader seeing
     it, after a warm-up second. Baseline: the same paced XADD + XREAD with no worker between.
+(t) with `--traces`, only this: the 1-worker drain of (b) without and with a `terminus traces`
+    follower beside the worker, exporting every turn's spans over OTLP/HTTP to a receiver in this
+    process that counts them and keeps nothing (bench.e2e.traced), alternating, `--repeat` each.
 
 Redis is a private redis-server with AOF (appendfsync everysec, as in production) in a temporary
 directory, unless `--redis-url` names one. Each phase's keys are deleted once it is measured.
@@ -41,6 +44,7 @@ from bench.common.procs import WorkerDied, raise_on_sigterm, redis_url
 from bench.e2e.by_rate import by_rate_phase
 from bench.e2e.phases import PEER, Run, drain_phase, latency_phase, raw_phase
 from bench.e2e.report import table
+from bench.e2e.traced import traces_phase
 from bench.e2e.workload import expected_frames, sized
 from terminus.events.inbound import InboundEvent
 from terminus.service.redis.connect import connect
@@ -66,6 +70,9 @@ async def measure_all(run: Run) -> dict[str, Any]:
     report = await environment(run, events)
     if args.rate:
         report.update(await latency_phase(run, args.rate), latency_load=None)
+        return report
+    if args.traces:
+        report.update(await traces_phase(run, events))
         return report
     report.update(await best_of(args.repeat, "raw_events_per_s", partial(raw_phase, run, events)))
     for w in (1, 2):
@@ -198,6 +205,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=("packed", "sdk"),
         default="packed",
         help="latency run's producer: XADDs packed before the run (default), or Producer.publish",
+    )
+    parser.add_argument(
+        "--traces",
+        action="store_true",
+        help="only the 1-worker drain without and with a `terminus traces` follower exporting "
+        "spans (the `otel` extra), alternating; their ratio",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     return parser.parse_args(argv)

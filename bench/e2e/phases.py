@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from time import perf_counter
 from typing import Any, Final, NamedTuple
@@ -31,6 +32,7 @@ from bench.common.redis_ops import (
     server_usage,
     wait_drained,
     wait_grouped,
+    wait_marked,
     wait_owned,
     wait_split,
     wait_started,
@@ -45,6 +47,7 @@ from terminus.service.sdk.producer import Producer
 
 START_TIMEOUT_S: Final = 30.0
 WORKER: Final = "terminus worker"
+TRACES: Final = "terminus traces"  # the follower that exports every turn's spans
 PEER: Final = "bench.peer"  # what a user would write instead (bench/peer/app.py)
 LATENCY_SESSIONS: Final = 64
 WATCH_EVERY: Final = 4  # the reader follows one session in four
@@ -73,11 +76,13 @@ class Run:
         if self.args.redis_url is None:
             await compact_aof(self.redis)
 
-    def pool(self, prefix: str, size: int, module: str = WORKER) -> WorkerPool:
-        """A pool on `prefix` of `size` processes running `python -m <module>`, remembered so
-        that `stop_all` reaps it whatever happens."""
+    def pool(
+        self, prefix: str, size: int, module: str = WORKER, extra: dict[str, str] | None = None
+    ) -> WorkerPool:
+        """A pool on `prefix` of `size` processes running `python -m <module>` (with `extra` in
+        their environment), remembered so that `stop_all` reaps it whatever happens."""
         args = self.args
-        env = dict(item.split("=", 1) for item in args.worker_env)
+        env = dict(item.split("=", 1) for item in args.worker_env) | (extra or {})
         if args.cluster:
             env["TERMINUS_REDIS_CLUSTER"] = "1"
         config = WorkerConfig(
@@ -102,10 +107,16 @@ async def raw_phase(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
 
 
 async def drain_phase(
-    run: Run, events: Sequence[InboundEvent], workers: int, module: str = WORKER
+    run: Run,
+    events: Sequence[InboundEvent],
+    workers: int,
+    module: str = WORKER,
+    traces: str | None = None,
 ) -> dict[str, Any]:
     """Pre-fill the inbound logs, start `workers` processes, time until every entry is acked.
-    Its keys end in `_<workers>w`, or `_peer` for the peer's process.
+    Its keys end in `_<workers>w`, or `_peer` for the peer's process. With `traces` (an OTLP/HTTP
+    endpoint), a `terminus traces` follower exporting there runs beside the workers, started
+    with them, and its keys end in `_traces`.
 
     Several workers start behind a start gun: processes that start together on a full log race,
     and the first to take its partitions drains alone (some of the others' too) until the rest
@@ -113,7 +124,7 @@ async def drain_phase(
     log is pre-filled but for the last entry of each partition, with the group at its end; once
     the pool has split the partitions, the groups go back to the start and the held-back entries
     wake the owners. Not on a cluster (the leases span slots)."""
-    name = f"{workers}w" if module == WORKER else "peer"
+    name = "traces" if traces else f"{workers}w" if module == WORKER else "peer"
     prefix, n, redis = run.new_prefix(f"{name}-{uuid.uuid4().hex[:4]}"), len(events), run.redis
     partitions = run.args.partitions
     gun = workers > 1 and module == WORKER and not run.args.cluster
@@ -123,7 +134,7 @@ async def drain_phase(
     publish_s = perf_counter() - start
     if gun:
         await park_groups(redis, sorted(tails))
-    with run.pool(prefix, workers, module) as pool:
+    with run.pool(prefix, workers, module) as pool, beside(run, prefix, traces) as follower:
         spawned = perf_counter()
         if gun:
             await asyncio.wait_for(wait_split(redis, prefix, partitions, workers), START_TIMEOUT_S)
@@ -133,13 +144,45 @@ async def drain_phase(
         meter = await Meter(redis, pool).start()
         done = await wait_drained(redis, tails, run.drain_timeout(n), pool.check_alive)
         used = await meter.read()
+        timeout_s = run.drain_timeout(n)
+        exported = await follower.exported(tails, done, timeout_s) if follower else {}
     left = await outcome(redis, (e.session_id for e in events), partitions, prefix)
     await run.drop_keys()
     times = DrainTimes(publish_s, spawned, first, done)
     report = drain_report(f"_{name}", n, times, used, left)
     report[f"machine_busy_cores_{name}"] = _per_second(used.machine_s, done - first)
     report[f"start_gun_{name}"] = gun
-    return report
+    return report | exported
+
+
+class Follower:
+    """A `terminus traces` follower on a phase's prefix, exporting to an OTLP/HTTP endpoint."""
+
+    def __init__(self, run: Run, prefix: str, endpoint: str) -> None:
+        self.redis, self.prefix, self.partitions = run.redis, prefix, run.args.partitions
+        self.pool = run.pool(prefix, 1, TRACES, {"OTEL_EXPORTER_OTLP_ENDPOINT": endpoint})
+
+    async def exported(
+        self, tails: dict[str, bytes], drained: float, timeout_s: float
+    ) -> dict[str, Any]:
+        """Once the follower has exported every turn up to `tails`: how long after the drain
+        (`drained`, a perf_counter) that was, and the CPU the follower used in all, start-up
+        included."""
+        check = self.pool.check_alive
+        done = await wait_marked(self.redis, self.prefix, self.partitions, tails, timeout_s, check)
+        cpu = self.pool.cpu_seconds()
+        return {"traces_lag_s": done - drained, "traces_follower_cpu_s": cpu and sum(cpu)}
+
+
+@contextlib.contextmanager
+def beside(run: Run, prefix: str, endpoint: str | None) -> Iterator[Follower | None]:
+    """With `endpoint`, a follower on `prefix` until the block ends, stopped with it; else none."""
+    if endpoint is None:
+        yield None
+        return
+    follower = Follower(run, prefix, endpoint)
+    with follower.pool:
+        yield follower
 
 
 def held_back(

@@ -185,7 +185,21 @@ def verdict(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def traces(r: dict[str, Any]) -> list[str]:
+    """`--traces`: the drain without and with the follower exporting spans."""
+    return [
+        f"{'terminus drain, 1 worker':<46}{_rate(r['e2e_events_per_s_1w']):>11}",
+        f"{'the same, terminus traces exporting beside it':<46}"
+        f"{_rate(r['e2e_events_per_s_traces']):>11}{r['traces_drain_ratio']:>8.2f}"
+        f"  (follower: {r['traces_follower_cpu_s'] or 0:.1f} s CPU, done "
+        f"{r['traces_lag_s']:.1f} s after the drain)",
+        f"spans received: {r['traces_spans_received']:,} in {r['traces_export_requests']} requests",
+    ]
+
+
 def table(r: dict[str, Any]) -> str:
+    if "traces_drain_ratio" in r:
+        return "\n".join(header(r) + traces(r))
     drained = "raw_events_per_s" in r  # `--rate` runs the latency phase alone
     middle = throughput(r) + checks(r) if drained else []
     return "\n".join(header(r) + middle + latency(r) + by_rate(r) + verdict(r))
