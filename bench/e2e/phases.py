@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from time import perf_counter
 from typing import Any, Final, NamedTuple
@@ -102,7 +102,11 @@ async def raw_phase(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
 
 
 async def drain_phase(
-    run: Run, events: Sequence[InboundEvent], workers: int, module: str = WORKER
+    run: Run,
+    events: Sequence[InboundEvent],
+    workers: int,
+    module: str = WORKER,
+    then: Callable[[str], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
     """Pre-fill the inbound logs, start `workers` processes, time until every entry is acked.
     Its keys end in `_<workers>w`, or `_peer` for the peer's process.
@@ -112,7 +116,8 @@ async def drain_phase(
     take theirs, so a rate from the first read measured the race as much as the pool. So the
     log is pre-filled but for the last entry of each partition, with the group at its end; once
     the pool has split the partitions, the groups go back to the start and the held-back entries
-    wake the owners. Not on a cluster (the leases span slots)."""
+    wake the owners. Not on a cluster (the leases span slots). `then` gets the prefix once the
+    pool is stopped, before its keys are deleted (the sink phase reads the log)."""
     name = f"{workers}w" if module == WORKER else "peer"
     prefix, n, redis = run.new_prefix(f"{name}-{uuid.uuid4().hex[:4]}"), len(events), run.redis
     partitions = run.args.partitions
@@ -134,6 +139,8 @@ async def drain_phase(
         done = await wait_drained(redis, tails, run.drain_timeout(n), pool.check_alive)
         used = await meter.read()
     left = await outcome(redis, (e.session_id for e in events), partitions, prefix)
+    if then is not None:
+        await then(prefix)
     await run.drop_keys()
     times = DrainTimes(publish_s, spawned, first, done)
     report = drain_report(f"_{name}", n, times, used, left)
