@@ -135,9 +135,10 @@ class Run:
         self._say("verifying: frames, dead letters, replay --verify")
         await self.reader.count_late_extra()
         workers = self.rig.report()  # before the stop, whose kills are not the soak's faults
+        sinks = self.rig.sink_report()
         await self.rig.stop_workers()
         self._say("verifying: sink --once, then the database against Redis and the archive")
-        sink = await sink_report(self.rig, self.redis, self.args.drain)
+        sink = await sink_report(self.rig, self.redis, self.args.drain, sinks)
         env = self.rig.pool.env | {"REDIS_URL": self.rig.url}
         outcome = Outcome(
             config=config_of(self.args, self.rig),

@@ -93,8 +93,8 @@ async def _live(redis: Redis, keys: Keys, found: Projection) -> None:
     names = [name async for name in redis.scan_iter(match=f"{marker}*", count=1000)]
     for start in range(0, len(names), 500):
         chunk = names[start : start + 500]
-        for name, raw in zip(chunk, await mget_all(redis, chunk), strict=True):
-            head = read_head(raw)
+        for name, value in zip(chunk, await mget_all(redis, chunk), strict=True):
+            head = read_head(value)
             if head is not None and is_final(head):
                 found.turns[head.session_id, name.decode().removeprefix(marker)] = str(head.state)
 
@@ -162,9 +162,12 @@ def failures(report: Mapping[str, Any] | None) -> list[str]:
     return found
 
 
-async def sink_report(rig: Rig, redis: Redis, timeout_s: float) -> dict[str, Any] | None:
+async def sink_report(
+    rig: Rig, redis: Redis, timeout_s: float, processes: dict[str, Any]
+) -> dict[str, Any] | None:
     """After the workers stopped: `sink --once` until every partition is applied, then the
-    database compared with Redis and the archive (None: the soak ran no sink)."""
+    database compared with Redis and the archive (None: the soak ran no sink); `processes`
+    is `rig.sink_report()` taken before the stop."""
     url, sinks = rig.config.sink, rig.sinks
     if url is None or sinks is None:
         return None
@@ -174,7 +177,7 @@ async def sink_report(rig: Rig, redis: Redis, timeout_s: float) -> dict[str, Any
     settings = rig.settings
     expected = await projection(redis, settings.prefix, settings.partitions, archive)
     found = await asyncio.to_thread(rows, url)
-    return {"to": url, "processes": rig.sink_report(), "once": once} | compare(expected, found)
+    return {"to": url, "processes": processes, "once": once} | compare(expected, found)
 
 
 async def apply_all(env: Mapping[str, str], url: str, timeout_s: float) -> dict[str, Any]:

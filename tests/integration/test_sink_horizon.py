@@ -10,6 +10,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from terminus.service.keys import GROUP, Keys
+from terminus.service.redis.replies import text
 from terminus.service.sinks.source import horizon
 
 
@@ -17,19 +18,19 @@ async def test_entries_acked_between_the_info_and_the_pending_read_are_committed
     redis: Redis, prefix: str
 ) -> None:
     keys = Keys(0, prefix)
-    first = (await redis.xadd(keys.inbound, {"e": b"1"})).decode()
-    last = (await redis.xadd(keys.inbound, {"e": b"2"})).decode()
+    first = text(await redis.xadd(keys.inbound, {"e": b"1"}))
+    last = text(await redis.xadd(keys.inbound, {"e": b"2"}))
     await redis.xgroup_create(keys.inbound, GROUP, id="0")
     await redis.xreadgroup(GROUP, "w", {keys.inbound: ">"})
     assert await horizon(redis, keys) == "(" + first, "the oldest pending bounds it"
 
     read_pending = redis.xpending
 
-    async def acked_meanwhile(name: str, group: str) -> Any:
+    async def acked_meanwhile(name: Any, group: Any) -> Any:
         await redis.xack(keys.inbound, GROUP, first, last)
         return await read_pending(name, group)
 
-    redis.xpending = acked_meanwhile  # type: ignore[method-assign]
+    redis.xpending = acked_meanwhile  # type: ignore[method-assign,assignment]
     try:
         assert await horizon(redis, keys) == last
     finally:
