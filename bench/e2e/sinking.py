@@ -44,7 +44,9 @@ def sink_env(run: Run, prefix: str) -> dict[str, str]:
 
 async def sink_once(env: dict[str, str], url: str) -> dict[str, Any]:
     """`terminus sink migrate`, then `terminus sink --once` timed: its entries, rows, seconds."""
-    migrate = await asyncio.create_subprocess_exec(*SINK, "migrate", "--to", url, env=env)
+    migrate = await asyncio.create_subprocess_exec(  # its line would spoil `--json`
+        *SINK, "migrate", "--to", url, env=env, stdout=asyncio.subprocess.DEVNULL
+    )
     if await migrate.wait():
         raise RuntimeError(f"bench.e2e: terminus sink migrate --to {url} failed")
     start = perf_counter()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from asyncio.subprocess import DEVNULL
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -113,8 +114,8 @@ class Rig:
         sinks = harness.Workers(settings, self.tmp / "logs" / "sink", (*SINK, "--to", url))
         sinks.env.update(self.retention_env())
         migrate = await asyncio.create_subprocess_exec(
-            *SINK, "migrate", "--to", url, env=sinks.env, cwd=harness.REPO
-        )
+            *SINK, "migrate", "--to", url, env=sinks.env, cwd=harness.REPO, stdout=DEVNULL
+        )  # its line would spoil `--json`
         if await migrate.wait():
             raise RuntimeError(f"terminus sink migrate --to {url} failed")
         sinks.start()
