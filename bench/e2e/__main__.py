@@ -3,7 +3,7 @@
     python -m bench.e2e [--events 150000] [--partitions 16] [--json] [--redis-url URL] [--cluster]
                         [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
                         [--rate EVENTS_PER_S] [--no-latency] [--no-by-rate] [--no-peer]
-                        [--rates R1,R2,...] [--traces]
+                        [--rates R1,R2,...] [--traces] [--sink]
 
 (a) raw: the workload's entries XADDed (pipelined), then drained by XREADGROUP COUNT batch + XACK
     with no processing, one task per partition; (a) and (b) are best of `--repeat` runs;
@@ -13,6 +13,8 @@
     from the spawn of the processes too (Python start-up and lease taking included);
 (p) peer: the same drain through the peer (`python -m bench.peer`: a FastStream per-message
     stream subscriber folding through the same core), one process, one run;
+(s) sink (`--sink`): another 1-worker drain, then `terminus sink --once` writes that log into
+    a new SQLite file; its rows/s and their ratio to the drain's (bench/e2e/sinking.py);
 (c) latency: a paced producer at half (`--load`) the 1-worker rate for `--seconds`, a reader
     XREADing the session streams; per delta frame, the time from publish to the reader seeing
     it, after a warm-up second. Baseline: the same paced XADD + XREAD with no worker between.
@@ -45,6 +47,7 @@ from bench.e2e.by_rate import by_rate_phase
 from bench.e2e.phases import PEER, Run, drain_phase, latency_phase, raw_phase
 from bench.e2e.report import table
 from bench.e2e.traced import traces_phase
+from bench.e2e.sinking import sink_phase
 from bench.e2e.workload import expected_frames, sized
 from terminus.events.inbound import InboundEvent
 from terminus.service.redis.connect import connect
@@ -85,6 +88,8 @@ async def measure_all(run: Run) -> dict[str, Any]:
         if f"e2e_events_per_s_{suffix}" in report:
             rate = report[f"e2e_events_per_s_{suffix}"]
             report[f"ratio_{suffix}"] = rate / report["raw_events_per_s"]
+    if args.sink:
+        report.update(await sink_phase(run, events))
     if not args.no_peer:
         report["terminus_over_peer_drain"] = (
             report["e2e_events_per_s_1w"] / report["e2e_events_per_s_peer"]
@@ -175,6 +180,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         type=_assignment,
         metavar="NAME=VALUE",
         help="extra environment of the workers, e.g. TERMINUS_BLOCK_MS=100 (repeatable)",
+    )
+    parser.add_argument(
+        "--sink",
+        action="store_true",
+        help="after a 1-worker drain, time `terminus sink --once` into SQLite on the same log",
     )
     parser.add_argument("--no-latency", action="store_true", help="skip the latency run")
     parser.add_argument(

@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from time import perf_counter
 from typing import Any, Final, NamedTuple
@@ -112,6 +112,7 @@ async def drain_phase(
     workers: int,
     module: str = WORKER,
     traces: str | None = None,
+    then: Callable[[str], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
     """Pre-fill the inbound logs, start `workers` processes, time until every entry is acked.
     Its keys end in `_<workers>w`, or `_peer` for the peer's process. With `traces` (an OTLP/HTTP
@@ -123,7 +124,8 @@ async def drain_phase(
     take theirs, so a rate from the first read measured the race as much as the pool. So the
     log is pre-filled but for the last entry of each partition, with the group at its end; once
     the pool has split the partitions, the groups go back to the start and the held-back entries
-    wake the owners. Not on a cluster (the leases span slots)."""
+    wake the owners. Not on a cluster (the leases span slots). `then` gets the prefix once the
+    pool is stopped, before its keys are deleted (the sink phase reads the log)."""
     name = "traces" if traces else f"{workers}w" if module == WORKER else "peer"
     prefix, n, redis = run.new_prefix(f"{name}-{uuid.uuid4().hex[:4]}"), len(events), run.redis
     partitions = run.args.partitions
@@ -147,6 +149,8 @@ async def drain_phase(
         timeout_s = run.drain_timeout(n)
         exported = await follower.exported(tails, done, timeout_s) if follower else {}
     left = await outcome(redis, (e.session_id for e in events), partitions, prefix)
+    if then is not None:
+        await then(prefix)
     await run.drop_keys()
     times = DrainTimes(publish_s, spawned, first, done)
     report = drain_report(f"_{name}", n, times, used, left)

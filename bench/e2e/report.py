@@ -77,7 +77,20 @@ def throughput(r: dict[str, Any]) -> list[str]:
         lines.append(
             f"{'  terminus (1 worker) over the peer':<46}{r['terminus_over_peer_drain']:>10.1f}x"
         )
-    return lines
+    return lines + sink(r)
+
+
+def sink(r: dict[str, Any]) -> list[str]:
+    """The sink phase's lines (`--sink`), if it ran."""
+    if "sink_rows_per_s" not in r:
+        return []
+    return [
+        f"{'sink --once into SQLite, 1 process':<46}{_rate(r['sink_events_per_s']):>11}"
+        f"    ({r['sink_rows']} rows in {r['sink_s']:.2f} s: {_rate(r['sink_rows_per_s'])} rows/s)",
+        f"{'  same rows in the 1-worker drain':<46}{_rate(r['sink_drain_events_per_s']):>11}"
+        f"    ({_rate(r['sink_drain_rows_per_s'])} rows/s; sink over drain "
+        f"{r['sink_over_drain']:.2f}, from spawn {r['sink_over_drain_from_spawn']:.2f})",
+    ]
 
 
 def by_rate(r: dict[str, Any]) -> list[str]:

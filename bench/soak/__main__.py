@@ -10,10 +10,14 @@ Checks: 0 frames lost, duplicated, unexpected or out of order in any session (re
 subscriber reads them, compared with the in-process fold of what was published); `replay
 --verify` clean; every malformed entry dead-lettered with its reason and bytes, and no other
 dead letter; Redis memory bounded (bench/soak/verify.py defines it); no worker crashed; every
-garbage request refused with a 4xx and the gateway's followers served. Exits 1 when a check
+garbage request refused with a 4xx and the gateway's followers served; the database of a
+`terminus sink` that ran through the faults (SQLite by default, `--sink URL`, `--no-sink`),
+once `sink --once` applied the rest, holds every message and final turn of Redis and its
+archive, byte for byte, and nothing else (bench/soak/sunk.py). Exits 1 when a check
 fails. Not part of the test suite: docs/reliability.md has the method and results.
-Parts (bench/soak/): rig (Redis, proxy, workers), load, chaos, gateway, check (frames), verify
-(the rest), series and report; `python -m bench.soak.plot` draws the figure.
+Parts (bench/soak/): rig (Redis, proxy, workers, the sink), load, chaos, gateway, check
+(frames), verify (the rest), sunk (the sink's database), series and report; `python -m
+bench.soak.plot` draws the figure.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from bench.soak.log import LogReader
 from bench.soak.report import Outcome, build, summary, write_series
 from bench.soak.rig import Rig, RigConfig
 from bench.soak.series import Series
+from bench.soak.sunk import sink_report
 from bench.soak.verify import (
     dead_letter_report,
     memory_by_kind,
@@ -130,7 +135,10 @@ class Run:
         self._say("verifying: frames, dead letters, replay --verify")
         await self.reader.count_late_extra()
         workers = self.rig.report()  # before the stop, whose kills are not the soak's faults
+        sinks = self.rig.sink_report()
         await self.rig.stop_workers()
+        self._say("verifying: sink --once, then the database against Redis and the archive")
+        sink = await sink_report(self.rig, self.redis, self.args.drain, sinks)
         env = self.rig.pool.env | {"REDIS_URL": self.rig.url}
         outcome = Outcome(
             config=config_of(self.args, self.rig),
@@ -147,6 +155,7 @@ class Run:
             workers=workers,
             gateway=self.gateway.report(),
             gateway_failures=self.gateway.failures(),
+            sink=sink,
         )
         return build(outcome, self.series)
 
@@ -185,6 +194,7 @@ def config_of(args: argparse.Namespace, rig: Rig) -> dict[str, Any]:
         "lease_ttl_ms": rig.config.lease_ttl_ms,
         "retain_ms": rig.config.retain_ms,
         "memory_slack": args.memory_slack,
+        "sink": rig.config.sink,
     }
 
 
@@ -197,6 +207,7 @@ async def soak(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         retain_ms=args.retain_ms,
         archive_dir=args.archive_dir,
         cluster=args.cluster,
+        sink=sink_url(args, tmp),
     )
     async with Rig(tmp, config) as rig:
         redis = rig.client()
@@ -204,6 +215,14 @@ async def soak(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             return await Run(args, rig, redis)()
         finally:
             await redis.aclose()
+
+
+def sink_url(args: argparse.Namespace, tmp: Path) -> str | None:
+    """The soak's sink: `--sink`, else a SQLite file in the temp dir; none with `--no-sink`,
+    nor on a cluster unless `--sink` names one (the check scans one server's keys)."""
+    if args.no_sink or (args.cluster and args.sink is None):
+        return None
+    return str(args.sink or f"sqlite:///{tmp / 'sink.db'}")
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -242,6 +261,8 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--sample-every", type=float, default=1.0, help="seconds between samples")
     p.add_argument("--grace", type=float, default=1.0, help="seconds a late duplicate may take")
     p.add_argument("--drain", type=float, default=120.0, help="seconds to wait for the end")
+    p.add_argument("--sink", default=None, metavar="URL", help="sink --to (default: SQLite)")
+    p.add_argument("--no-sink", action="store_true", help="run the soak without a sink")
     p.add_argument("--seed", type=int, default=1, help="seed of the load and the faults")
     p.add_argument("--series", type=Path, default=None, help="write the JSON report here")
     p.add_argument("--keep", type=Path, default=None, help="keep Redis data, logs in new DIR")

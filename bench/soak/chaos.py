@@ -1,6 +1,7 @@
 """The faults of the soak, one at a time at random moments: SIGKILL a worker (the supervisor
-starts another), SIGSTOP one past its lease then SIGCONT it, SIGKILL redis-server and start it
-again on its port and AOF, blackhole the workers' connections, and inject malformed entries. On a
+starts another; the first and every other time the sink too, when the soak runs one), SIGSTOP
+one past its lease then SIGCONT it, SIGKILL redis-server and start it again on its port and
+AOF, blackhole the workers' (and the sink's) connections, and inject malformed entries. On a
 cluster, instead of the server's restart and the blackhole: SIGKILL the primary of a random
 partition, wait for its replica's promotion, and start the dead node again (it rejoins as a
 replica, so the next failover has one).
@@ -58,6 +59,7 @@ class Chaos:
         self.rig, self.redis, self.load, self.series = rig, redis, load, series
         self.every_s, self.kinds = every_s, list(kinds)
         self.rng = random.Random(seed)
+        self.sink_turn = 0  # kill_worker faults so far: the odd ones kill the sink too
         self.injected: dict[Source, malformed.Junk] = {}
         self.rounds = 0
 
@@ -82,7 +84,19 @@ class Chaos:
         """SIGKILL a worker holding a batch if one does; returns what it left pending."""
         settings, pool = self.rig.settings, self.rig.pool
         pending = await harness.kill_busy_and_replace(self.redis, settings, pool, self.rng)
-        return {"pending": pending}
+        return {"pending": pending} | self._kill_sink()
+
+    def _kill_sink(self) -> dict[str, Any]:
+        """The first time and every other time after (no random draw, so that the other faults
+        keep their seed's order, and a short run kills the sink too), SIGKILL the sink as well:
+        the supervisor starts another."""
+        sinks = self.rig.sinks
+        self.sink_turn += 1
+        if sinks is None or not sinks.running() or self.sink_turn % 2 == 0:
+            return {}
+        victim = sinks.running()[0]
+        sinks.kill(victim)
+        return {"sink_killed": victim.pid}
 
     async def pause_worker(self) -> dict[str, Any]:
         """SIGSTOP a worker for twice its lease (its partitions move on), then SIGCONT it."""

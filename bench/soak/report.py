@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 
 from bench.soak.series import Series, percentile
+from bench.soak.sunk import failures as sink_failures
 from terminus.service.settings import Settings
 
 
@@ -31,6 +32,7 @@ class Outcome:
     workers: dict[str, Any]
     gateway: dict[str, Any]  # the garbage client's and the followers' counts (gateway.py)
     gateway_failures: list[str]
+    sink: dict[str, Any] | None = None  # bench/soak/sunk.py; None when the soak ran no sink
 
 
 def retention_in_build() -> bool:
@@ -67,7 +69,7 @@ def failures(out: Outcome) -> list[str]:
         found.append(f"{out.workers['crashed']} workers exited without being killed")
     if out.memory["bounded"] is not True:
         found.append(memory_failure(out.memory))
-    return found + out.gateway_failures
+    return found + out.gateway_failures + sink_failures(out.sink)
 
 
 def memory_failure(memory: dict[str, Any]) -> str:
@@ -112,6 +114,7 @@ def build(out: Outcome, series: Series) -> dict[str, Any]:
         "memory": out.memory,
         "workers": out.workers,
         "gateway": out.gateway,
+        "sink": out.sink,
         "series": {
             "seconds": msgspec.to_builtins(series.seconds()),
             "memory": msgspec.to_builtins(series.memory),
@@ -150,7 +153,22 @@ def summary(report: dict[str, Any]) -> str:
         f"memory {report['memory']['used_memory_less_dead'].get('growth')}, "
         f"keys {report['memory']['keys'].get('growth')})",
     ]
+    if report["sink"] is not None:
+        lines.append(sink_line(report["sink"]))
     return "\n".join(lines + [f"FAIL {line}" for line in v["failures"]])
+
+
+def sink_line(sink: dict[str, Any]) -> str:
+    """The sink's line of the summary."""
+    p = sink["processes"]
+    return (
+        f"sink: {sink['messages_rows']}/{sink['messages_expected']} messages, "
+        f"{sink['turns_rows']}/{sink['turns_expected']} turns; missing "
+        f"{sink['messages_missing']}/{sink['turns_missing']}, differing "
+        f"{sink['messages_differing']}/{sink['turns_differing']}, extra "
+        f"{sink['messages_extra']}/{sink['turns_extra']}; {p['started']} processes, "
+        f"{p['killed']} killed, {p['crashed']} crashed"
+    )
 
 
 def _mean(values: list[int]) -> float:

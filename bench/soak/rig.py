@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from asyncio.subprocess import DEVNULL
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +32,7 @@ from terminus.service.settings import Settings
 from tests.support.faults import harness
 
 SUPERVISE_S: Final = 0.5
+SINK: Final = (sys.executable, "-m", "terminus", "sink")
 LOG_TAIL: Final = 1500
 
 
@@ -44,6 +46,7 @@ class RigConfig:
     retain_ms: int = 5000
     archive_dir: Path | None = None
     cluster: bool = False
+    sink: str | None = None  # the `--to` of a `terminus sink` process run beside the workers
 
 
 class Rig:
@@ -61,6 +64,8 @@ class Rig:
         )
         self.crashes: list[dict[str, Any]] = []
         self.workers: harness.Workers | None = None
+        self.sinks: harness.Workers | None = None  # one `terminus sink`, supervised alike
+        self.sink_crashes: list[dict[str, Any]] = []
         self._proxy: asyncio.subprocess.Process | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self._noted: set[int] = set()
@@ -97,8 +102,24 @@ class Rig:
         self.workers.env.update(self.retention_env())
         for _ in range(self.config.workers):
             self.workers.start()
+        if self.config.sink is not None:
+            self.sinks = await self._start_sink(worker_settings, self.config.sink)
         self._supervisor = asyncio.create_task(self._supervise())
         return self
+
+    async def _start_sink(self, settings: Settings, url: str) -> harness.Workers:
+        """Create the sink's schema, then start `terminus sink --to URL`: through the proxy, as
+        the workers, so that their faults are its faults."""
+        (self.tmp / "logs" / "sink").mkdir()
+        sinks = harness.Workers(settings, self.tmp / "logs" / "sink", (*SINK, "--to", url))
+        sinks.env.update(self.retention_env())
+        migrate = await asyncio.create_subprocess_exec(
+            *SINK, "migrate", "--to", url, env=sinks.env, cwd=harness.REPO, stdout=DEVNULL
+        )  # its line would spoil `--json`
+        if await migrate.wait():
+            raise RuntimeError(f"terminus sink migrate --to {url} failed")
+        sinks.start()
+        return sinks
 
     def retention_env(self) -> dict[str, str]:
         """TERMINUS_RETAIN_MS and TERMINUS_ARCHIVE_DIR (no-ops in a build without retention)."""
@@ -141,17 +162,31 @@ class Rig:
     async def _supervise(self) -> None:
         while True:
             await asyncio.sleep(SUPERVISE_S)
-            for process in self.pool.processes:
-                if process.poll() is None or process.pid in self.pool.killed:
-                    continue
-                if process.pid not in self._noted:
-                    self._noted.add(process.pid)
-                    tail = self.pool.log(process)[-LOG_TAIL:]
-                    self.crashes.append(
-                        {"pid": process.pid, "exit": process.returncode, "log": tail}
-                    )
-            for _ in range(self.config.workers - len(self.pool.running())):
-                self.pool.start()
+            self._revive(self.pool, self.config.workers, self.crashes)
+            if self.sinks is not None:
+                self._revive(self.sinks, 1, self.sink_crashes)
+
+    def _revive(self, pool: harness.Workers, wanted: int, crashes: list[dict[str, Any]]) -> None:
+        """Note the processes of `pool` that exited unkilled, and start new ones up to `wanted`."""
+        for process in pool.processes:
+            if process.poll() is None or process.pid in pool.killed:
+                continue
+            if process.pid not in self._noted:
+                self._noted.add(process.pid)
+                tail = pool.log(process)[-LOG_TAIL:]
+                crashes.append({"pid": process.pid, "exit": process.returncode, "log": tail})
+        for _ in range(wanted - len(pool.running())):
+            pool.start()
+
+    def sink_report(self) -> dict[str, Any]:
+        """Sink processes started, killed by the soak, and crashed."""
+        sinks = self.sinks
+        return {
+            "started": len(sinks.processes) if sinks else 0,
+            "killed": len(sinks.killed) if sinks else 0,
+            "crashed": len(self.sink_crashes),
+            "crashes": self.sink_crashes[:5],
+        }
 
     async def stop_workers(self) -> None:
         """Stop supervising and SIGKILL the workers: `replay --verify` wants a stopped pool, since
@@ -163,6 +198,9 @@ class Rig:
             self._supervisor = None
         for process in self.pool.running():
             self.pool.kill(process)
+        if self.sinks is not None:
+            for process in self.sinks.running():
+                self.sinks.kill(process)
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -171,8 +209,9 @@ class Rig:
             self._supervisor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._supervisor
-        if self.workers is not None:
-            self.workers.__exit__(kind, exc, tb)
+        for pool in (self.workers, self.sinks):
+            if pool is not None:
+                pool.__exit__(kind, exc, tb)
         if self._proxy is not None:
             with contextlib.suppress(ProcessLookupError):
                 self._proxy.kill()

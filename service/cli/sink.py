@@ -80,15 +80,9 @@ async def _follow(
         raise CommandError(f"cannot reach the database: {exc}") from None
     finally:
         await session.close()
-    archive = local_archive(settings)
-    pool = SinkPool(
-        redis,
-        settings,
-        target,
-        args.name,
-        new_worker_id(),
-        archive if archive.root.is_dir() else None,
-    )
+    # Always the archive, even one not written yet: the workers create it at their first
+    # archiving, and a sink that started before must read it once it lags behind the trim.
+    pool = SinkPool(redis, settings, target, args.name, new_worker_id(), local_archive(settings))
     if not args.once:
         configure(settings.log_format, logging.INFO)
         # A supervisor's SIGTERM ends the pages in hand and hands the leases back at once.

@@ -40,10 +40,12 @@ async def horizon(redis: Redis, keys: Keys) -> str | None:
     group = next((g for g in groups if text(g["name"]) == GROUP), None)
     if group is None or text(group["last-delivered-id"]) == START:
         return None
+    delivered = text(group["last-delivered-id"])
     if int(cast(int, group["pending"])):
         oldest = await redis.xpending(keys.inbound, GROUP)
-        return "(" + text(oldest["min"])
-    return text(group["last-delivered-id"])
+        # Acked between the two reads: every entry delivered before then is committed.
+        return delivered if oldest["min"] is None else "(" + text(oldest["min"])
+    return delivered
 
 
 @dataclass
