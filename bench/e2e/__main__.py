@@ -46,8 +46,8 @@ from bench.common.procs import WorkerDied, raise_on_sigterm, redis_url
 from bench.e2e.by_rate import by_rate_phase
 from bench.e2e.phases import PEER, Run, drain_phase, latency_phase, raw_phase
 from bench.e2e.report import table
-from bench.e2e.traced import traces_phase
 from bench.e2e.sinking import sink_phase
+from bench.e2e.traced import traces_phase
 from bench.e2e.workload import expected_frames, sized
 from terminus.events.inbound import InboundEvent
 from terminus.service.redis.connect import connect
@@ -77,17 +77,7 @@ async def measure_all(run: Run) -> dict[str, Any]:
     if args.traces:
         report.update(await traces_phase(run, events))
         return report
-    report.update(await best_of(args.repeat, "raw_events_per_s", partial(raw_phase, run, events)))
-    for w in (1, 2):
-        drain = partial(drain_phase, run, events, w)
-        report.update(await best_of(args.repeat, f"e2e_events_per_s_{w}w", drain))
-    if not args.no_peer:
-        drain = partial(drain_phase, run, events, 1, PEER)
-        report.update(await best_of(1, "e2e_events_per_s_peer", drain))
-    for suffix in ("1w", "2w", "peer"):
-        if f"e2e_events_per_s_{suffix}" in report:
-            rate = report[f"e2e_events_per_s_{suffix}"]
-            report[f"ratio_{suffix}"] = rate / report["raw_events_per_s"]
+    report.update(await drains(run, events))
     if args.sink:
         report.update(await sink_phase(run, events))
     if not args.no_peer:
@@ -102,6 +92,23 @@ async def measure_all(run: Run) -> dict[str, Any]:
     if not args.no_by_rate:
         report.update(await by_rate_phase(run, report))
     return verdicts(report)
+
+
+async def drains(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
+    """The raw loop, one and two workers and the peer, each rate also as a ratio of the raw."""
+    args, report = run.args, {}
+    report.update(await best_of(args.repeat, "raw_events_per_s", partial(raw_phase, run, events)))
+    for w in (1, 2):
+        drain = partial(drain_phase, run, events, w)
+        report.update(await best_of(args.repeat, f"e2e_events_per_s_{w}w", drain))
+    if not args.no_peer:
+        drain = partial(drain_phase, run, events, 1, PEER)
+        report.update(await best_of(1, "e2e_events_per_s_peer", drain))
+    for suffix in ("1w", "2w", "peer"):
+        if f"e2e_events_per_s_{suffix}" in report:
+            rate = report[f"e2e_events_per_s_{suffix}"]
+            report[f"ratio_{suffix}"] = rate / report["raw_events_per_s"]
+    return report
 
 
 async def environment(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
