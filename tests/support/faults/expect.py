@@ -175,7 +175,8 @@ async def assert_all_well(
     assert await assert_exact(redis, settings, published, **exact) == {}
     assert await dead_letters(redis, settings) == {}
     await assert_replay_clean(redis, settings)
-    assert workers.crashed() == []
+    crashed = workers.crashed()
+    assert crashed == [], "\n".join(crashed)
 
 
 def started_turns(published: Published) -> list[tuple[str, str]]:
