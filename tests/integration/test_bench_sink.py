@@ -5,8 +5,10 @@ phase measured what it names (every row of the workload written, none refused)."
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from redis.asyncio import Redis
 
 from bench.e2e.__main__ import parse
@@ -30,6 +32,9 @@ KEYS = (
 )
 
 
+@pytest.mark.skipif(
+    os.environ.get("TERMINUS_TEST_REDIS_TLS") == "1", reason="the benchmark runs on plain TCP"
+)
 async def test_the_sink_phase_writes_the_drained_log_and_reports_its_rate(
     redis: Redis, redis_url: str, tmp_path: Path
 ) -> None:
