@@ -28,7 +28,8 @@ _COMMAND: Final = re.compile(r"permissions to run the '([^']+)' command")
 _SCRIPT: Final = re.compile(r"user executing the script can't (run|access)")
 # The data-type category of each command terminus sends (COMMAND INFO's acl_categories, Redis
 # 7.0; tests/integration/test_gateway_acl.py checks them against the running server): what a
-# `-@stream` or a missing `+@sortedset` took away.
+# `-@stream` or a missing `+@sortedset` took away. Redis 6.2 files a few commands elsewhere
+# (`SINCE_7`); the grant a refusal names is the command itself, right on either.
 CATEGORIES: Final = {
     **dict.fromkeys(["ping", "client|setname", "client|setinfo", "wait"], "@connection"),
     **dict.fromkeys(["evalsha", "script|load"], "@scripting"),
@@ -47,6 +48,8 @@ CATEGORIES: Final = {
     ),
     **dict.fromkeys(["publish", "subscribe", "unsubscribe"], "@pubsub"),
 }
+# Commands whose category Redis 7.0 changed: 6.2 files WAIT under @keyspace.
+SINCE_7: Final = {"wait": "@keyspace"}
 
 
 class Refusal(NamedTuple):
