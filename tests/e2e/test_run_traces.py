@@ -13,9 +13,9 @@ import uuid
 from pathlib import Path
 from typing import Final
 
-from otlp_receiver import running_receiver
 from redis.asyncio import Redis
 
+from bench.common.otlp_receiver import running_receiver
 from terminus.service.cli.feeding import publish_attempt
 from terminus.service.sdk.producer import Producer
 

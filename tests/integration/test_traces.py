@@ -13,10 +13,10 @@ from typing import Final
 import pytest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
-from otlp_receiver import Receiver, running_receiver
 from redis.asyncio import Redis
 from serving import running_worker
 
+from bench.common.otlp_receiver import Receiver, running_receiver
 from terminus.events.codec import MAX_EVENT_BYTES
 from terminus.service.cli.feeding import publish_attempt
 from terminus.service.cli.main import main
