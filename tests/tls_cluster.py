@@ -10,17 +10,14 @@ TLS flags differ between versions.
 from __future__ import annotations
 
 import contextlib
-import time
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Final, Self, cast
+from typing import Any, Final, cast
 from urllib.parse import quote, urlencode
 
 import redis
 from secure_redis import NO_TLS_SIGNS, Certs, make_certs
 
-from terminus.service.redis.cluster import SLOTS, ClusterNode, node_port
-from terminus.service.redis.embedded import EmbeddedRedisError
+from terminus.service.redis.cluster import SLOTS, ClusterNode, LocalCluster, node_port
 
 PRIMARIES: Final = 3
 
@@ -60,13 +57,15 @@ def tls_options(certs: Certs) -> dict[str, Any]:
     }
 
 
-class TlsCluster:
+class TlsCluster(LocalCluster):
     """`PRIMARIES` TLS nodes joined into one cluster; `url` is what REDIS_URL would say."""
 
     def __init__(self, data_dir: Path, timeout: float = 30.0) -> None:
-        self.certs = make_certs(data_dir / "tls")
-        self.nodes = [TlsClusterNode(data_dir / f"node-{n}", self.certs) for n in range(PRIMARIES)]
-        self.timeout = timeout
+        self.certs = make_certs(Path(data_dir).resolve() / "tls")
+        super().__init__(data_dir, primaries=PRIMARIES, replicas=0, timeout=timeout)
+
+    def _node(self, data_dir: Path) -> ClusterNode:
+        return TlsClusterNode(data_dir, self.certs)
 
     @property
     def url(self) -> str:
@@ -82,58 +81,13 @@ class TlsCluster:
         logs = (n.log_path.read_text(errors="replace") for n in self.nodes if n.log_path.exists())
         return any(sign in log for log in logs for sign in NO_TLS_SIGNS)
 
-    def start(self) -> Self:
-        try:
-            for node in self.nodes:
-                node.start()
-            self._join()
-            self._wait_ok()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def _join(self) -> None:
+    def _create(self) -> None:
+        """Slots shared out by CLUSTER ADDSLOTS and the nodes met by CLUSTER MEET, over TLS."""
         share = SLOTS // PRIMARIES + 1
         for n, node in enumerate(self.nodes):
             with contextlib.closing(node.probe()) as client:
                 slots = range(n * share, min(SLOTS, (n + 1) * share))
-                _command(client, "CLUSTER", "ADDSLOTS", *slots)
+                cast(Any, client).execute_command("CLUSTER", "ADDSLOTS", *slots)
                 for other in self.nodes[n + 1 :]:
-                    _command(client, "CLUSTER", "MEET", "127.0.0.1", other.port)
-
-    def _wait_ok(self) -> None:
-        deadline = time.monotonic() + self.timeout
-        while time.monotonic() < deadline:
-            if all(self._node_ok(node) for node in self.nodes):
-                return
-            time.sleep(0.05)
-        raise EmbeddedRedisError("the TLS cluster did not become ok in time")
-
-    @staticmethod
-    def _node_ok(node: TlsClusterNode) -> bool:
-        with contextlib.closing(node.probe()) as client:
-            try:
-                info = _command(client, "CLUSTER INFO")
-            except redis.RedisError:
-                return False
-            return bool(info["cluster_state"] == "ok" and int(info["cluster_slots_ok"]) == SLOTS)
-
-    def stop(self) -> None:
-        for node in self.nodes:
-            node.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-def _command(client: redis.Redis, *args: object) -> Any:
-    return cast(Any, client).execute_command(*args)
+                    meet = ("CLUSTER", "MEET", "127.0.0.1", other.port)
+                    cast(Any, client).execute_command(*meet)

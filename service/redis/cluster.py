@@ -55,6 +55,10 @@ class ClusterNode(EmbeddedRedis):
             *self._announce(),
         ]
 
+    def probe(self) -> redis.Redis:
+        """A short-lived client of this node alone, for the cluster's own checks."""
+        return redis.Redis(port=self.port, socket_timeout=1, socket_connect_timeout=1)
+
     def _announce(self) -> list[str]:
         if self.announce_port is None:
             return []
@@ -81,13 +85,14 @@ class LocalCluster:
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
         count = primaries * (1 + replicas)
-        self.nodes = [
-            ClusterNode(self.data_dir / f"node-{n}", port=node_port()) for n in range(count)
-        ]
+        self.nodes = [self._node(self.data_dir / f"node-{n}") for n in range(count)]
         for node in self.nodes:
             node.node_timeout_ms = node_timeout_ms
         self.replicas = replicas
         self.timeout = timeout
+
+    def _node(self, data_dir: Path) -> ClusterNode:
+        return ClusterNode(data_dir, port=node_port())
 
     @property
     def url(self) -> str:
@@ -128,8 +133,8 @@ class LocalCluster:
         raise EmbeddedRedisError(f"the cluster in {self.data_dir} did not become ok in time")
 
     @staticmethod
-    def _node_ok(node: EmbeddedRedis) -> bool:
-        client = redis.Redis(port=node.port, socket_timeout=1, socket_connect_timeout=1)
+    def _node_ok(node: ClusterNode) -> bool:
+        client = node.probe()
         try:
             info = _command(client, "CLUSTER INFO")  # parsed by redis-py into a dict
             if info["cluster_state"] != "ok" or int(info["cluster_slots_ok"]) != SLOTS:
@@ -149,8 +154,7 @@ class LocalCluster:
         for node in self.nodes:
             if not node.running:
                 continue
-            client = redis.Redis(port=node.port, socket_timeout=1, socket_connect_timeout=1)
-            with contextlib.closing(client):
+            with contextlib.closing(node.probe()) as client:
                 role = _command(client, "ROLE")[0]
                 slot = _command(client, "CLUSTER KEYSLOT", key)
                 if role == b"master" and _serves(client, int(slot), node.port):

@@ -3,7 +3,7 @@ wanting a client certificate, given nothing but the `rediss://` URL of one node.
 
 Issue 31, item 7: FastStream's cluster broker built its pub/sub client (the control channel) with
 `ssl=True` and no CA or certificate, so the worker failed with CERTIFICATE_VERIFY_FAILED. The
-cluster here is private to this module (tests/support/tls_cluster.py): 3 TLS primaries on free
+cluster here is private to this module (tests/tls_cluster.py): 3 TLS primaries on free
 ports. It runs in the gate's TLS pass (TERMINUS_TEST_REDIS_TLS=1, as the rest of the TLS
 checks); a redis-server built without TLS skips it with one line.
 """
