@@ -52,15 +52,15 @@ from typing import Literal
 import msgspec
 from redis import connection as redis_connection
 
-from terminus.events.adapters import UpstreamLimits
-from terminus.events.adapters.base import (
+from terminus.events.codec import MAX_EVENT_BYTES
+from terminus.events.limits import (
     MAX_BODY_BYTES,
     MAX_BODY_RATIO,
     MAX_ERROR_BODY_BYTES,
     MAX_SSE_EVENT_CHARS,
     MAX_SSE_LINE_CHARS,
+    UpstreamLimits,
 )
-from terminus.events.codec import MAX_EVENT_BYTES
 from terminus.service import TerminusError
 from terminus.service.keys import DEFAULT_PREFIX
 from terminus.service.redaction import SecretUrl

@@ -39,7 +39,7 @@ from terminus.service import TerminusError
 from terminus.service.keys import shape_key
 from terminus.service.redis.replies import text
 
-if TYPE_CHECKING:  # the settings load the adapters, which a frontend reading the shape needs not
+if TYPE_CHECKING:  # the settings load the core's config and policies, which a frontend needs not
     from terminus.service.settings import Settings
 
 log = logging.getLogger("terminus.shape")

@@ -8,37 +8,32 @@ Errors:
 
 from __future__ import annotations
 
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 import msgspec
 
 from terminus.events.inbound import InboundEvent
+from terminus.events.limits import (  # the adapters' port names them; settings read them alone
+    MAX_BODY_BYTES,
+    MAX_BODY_RATIO,
+    MAX_ERROR_BODY_BYTES,
+    MAX_SSE_EVENT_CHARS,
+    MAX_SSE_LINE_CHARS,
+    UpstreamLimits,
+)
 
-# 4x the largest single provider event we know of: a base64 image of OpenAI's image generation
-# (`partial_image_b64`, 1.3-4 MB on one `data:` line).
-MAX_SSE_LINE_CHARS: Final = 16 * 1024 * 1024
-MAX_SSE_EVENT_CHARS: Final = 16 * 1024 * 1024
-# A whole 2xx body, decoded: ten times a long answer's stream (128k output tokens, ~25 MB of SSE).
-MAX_BODY_BYTES: Final = 256 * 1024 * 1024
-# One deflate layer cannot pass about 1032:1 and streams we measured stay under 300:1: this stops
-# stacked encodings (gzip over gzip passes 100,000:1) before they cost the decoding.
-MAX_BODY_RATIO: Final = 1000
-# Provider error bodies are a few hundred bytes; a proxy's HTML error page a few KiB.
-MAX_ERROR_BODY_BYTES: Final = 64 * 1024
-
-
-class UpstreamLimits(msgspec.Struct, frozen=True, kw_only=True):
-    """Every bound on what a producer reads from its upstream (docs/producers.md, "Bounds").
-
-    SSE bounds are in characters of the decoded text (bytes, for the ASCII JSON providers send);
-    the wires apply the event bound to a JSON array element in bytes. The body bounds are read by
-    the HTTP callers (service/sdk/bodies.py), the error-body bound by the publisher too."""
-
-    max_sse_line_chars: int = MAX_SSE_LINE_CHARS
-    max_sse_event_chars: int = MAX_SSE_EVENT_CHARS
-    max_body_bytes: int = MAX_BODY_BYTES
-    max_body_ratio: int = MAX_BODY_RATIO
-    max_error_body_bytes: int = MAX_ERROR_BODY_BYTES
+__all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_BODY_RATIO",
+    "MAX_ERROR_BODY_BYTES",
+    "MAX_SSE_EVENT_CHARS",
+    "MAX_SSE_LINE_CHARS",
+    "AdapterError",
+    "AttemptContext",
+    "ProviderAdapter",
+    "Seqs",
+    "UpstreamLimits",
+]
 
 
 class AttemptContext(msgspec.Struct, frozen=True, kw_only=True):
