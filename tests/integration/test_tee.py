@@ -6,18 +6,14 @@ its SDK's own stream, and the persisted message and the session's frames are wha
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
-import anthropic
 import httpx
 import httpx2
 import msgspec
-import openai
 import pytest
-from google import genai
-from google.genai import types as genai_types
 from redis.asyncio import Redis
 from serving import running_worker
 
@@ -31,6 +27,7 @@ from terminus.service.sdk.tee_sync import SyncTeeTransport
 from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
 from tests.support.fake_provider import Reply, fake_provider
+from tests.support.sdk_clients import SDK_CLIENTS, SdkClient, Seen
 
 STREAMS = Path(__file__).parents[1] / "fixtures/provider-streams"
 SSE = {"content-type": "text/event-stream"}
@@ -99,115 +96,34 @@ GEMINI_UNAVAILABLE = Failure(
     )["body"].encode(),
 )
 
-Seen = list[str]  # what the app read of its SDK's stream
-
 
 class Sdk(NamedTuple):
-    """One official client, its async and sync forms, and its provider's answers."""
+    """One official client and its provider's answers."""
 
-    provider: str
+    client: SdkClient
     answer: bytes
     rate_limited: Failure
     overloaded: Failure
-    make: Callable[[str, Any], Any]  # base URL, httpx2 client (async or sync) -> the SDK client
-    ask: Callable[[Any, Seen], Any]  # the async SDK client, what the app saw -> one request
-    make_sync: Callable[[str, Any], Any]
-    ask_sync: Callable[[Any, Seen], None]
-
-
-async def ask_anthropic(client: anthropic.AsyncAnthropic, seen: Seen) -> None:
-    async with client.messages.stream(
-        model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-    ) as stream:
-        async for text in stream.text_stream:
-            seen.append(text)
-
-
-def ask_anthropic_sync(client: anthropic.Anthropic, seen: Seen) -> None:
-    with client.messages.stream(
-        model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-    ) as stream:
-        for text in stream.text_stream:
-            seen.append(text)
-
-
-async def ask_openai(client: openai.AsyncOpenAI, seen: Seen) -> None:
-    stream = await client.chat.completions.create(
-        model="gpt-x", messages=[{"role": "user", "content": "hi"}], stream=True
-    )
-    async for chunk in stream:
-        for choice in chunk.choices:
-            seen.append(choice.delta.content or "")
-
-
-def ask_openai_sync(client: openai.OpenAI, seen: Seen) -> None:
-    stream = client.chat.completions.create(
-        model="gpt-x", messages=[{"role": "user", "content": "hi"}], stream=True
-    )
-    for chunk in stream:
-        for choice in chunk.choices:
-            seen.append(choice.delta.content or "")
-
-
-def make_genai(url: str, http: httpx2.AsyncClient | httpx2.Client) -> genai.Client:
-    """A google-genai client on `http`; it retries only when given `retry_options`."""
-    if isinstance(http, httpx2.AsyncClient):
-        options = genai_types.HttpOptions(base_url=url, httpx_async_client=http)
-    else:
-        options = genai_types.HttpOptions(base_url=url, httpx_client=http)
-    return genai.Client(api_key="k", http_options=options)
-
-
-async def ask_genai(client: genai.Client, seen: Seen) -> None:
-    async for chunk in await client.aio.models.generate_content_stream(
-        model="gemini-x", contents="hi"
-    ):
-        seen.append(chunk.text or "")
-
-
-def ask_genai_sync(client: genai.Client, seen: Seen) -> None:
-    for chunk in client.models.generate_content_stream(model="gemini-x", contents="hi"):
-        seen.append(chunk.text or "")
 
 
 SDKS = {
     "anthropic": Sdk(
-        "anthropic",
+        SDK_CLIENTS["anthropic"],
         sse("anthropic/text-recorded-fantasy.sse"),
         ANTHROPIC_RATE,
         ANTHROPIC_OVERLOADED,
-        lambda url, http: anthropic.AsyncAnthropic(
-            api_key="k", base_url=url, http_client=http, max_retries=0
-        ),
-        ask_anthropic,
-        lambda url, http: anthropic.Anthropic(
-            api_key="k", base_url=url, http_client=http, max_retries=0
-        ),
-        ask_anthropic_sync,
     ),
     "openai": Sdk(
-        "openai-chat",
+        SDK_CLIENTS["openai"],
         sse("openai-chat/text-stop-usage-done-recorded-fantasy.sse"),
         OPENAI_RATE,
         OPENAI_OVERLOADED,
-        lambda url, http: openai.AsyncOpenAI(
-            api_key="k", base_url=url + "/v1", http_client=http, max_retries=0
-        ),
-        ask_openai,
-        lambda url, http: openai.OpenAI(
-            api_key="k", base_url=url + "/v1", http_client=http, max_retries=0
-        ),
-        ask_openai_sync,
     ),
     "google-genai": Sdk(
-        "gemini",
+        SDK_CLIENTS["google-genai"],
         sse("gemini/multi-chunk-text-recorded-fantasy.sse"),
         GEMINI_RATE,
         GEMINI_UNAVAILABLE,
-        make_genai,
-        ask_genai,
-        make_genai,
-        ask_genai_sync,
     ),
 }
 MODES = ["async", "sync"]
@@ -244,28 +160,31 @@ async def teed_turn(
 ) -> PersistedMessage:
     """One turn of the SDK's client (async or sync) through its tee, against `replies`."""
     session, turn = ids
+    sdk_client = sdk.client
     async with fake_provider(replies) as fake:
         if mode == "sync":
             tee_sync = SyncTeeTransport(httpx2.HTTPTransport())
             sync_transport = cast("httpx2.BaseTransport", tee_sync)  # an httpx transport to mypy
             with httpx2.Client(transport=sync_transport) as sync_http:
-                client = sdk.make_sync(fake.url, sync_http)
+                client = sdk_client.make_sync(fake.url, sync_http)
 
                 def ask_sync(attempt: Attempt) -> None:
                     app.calls.append(attempt.number)
-                    sdk.ask_sync(client, app.seen)
+                    sdk_client.ask_sync(client, app.seen)
 
-                return await runner.run_turn(session, turn, tee_sync.call(ask_sync, sdk.provider))
+                return await runner.run_turn(
+                    session, turn, tee_sync.call(ask_sync, sdk_client.provider)
+                )
         tee = TeeTransport(httpx2.AsyncHTTPTransport())
         transport = cast("httpx2.AsyncBaseTransport", tee)  # an httpx transport to mypy
         async with httpx2.AsyncClient(transport=transport) as http:
-            client = sdk.make(fake.url, http)
+            client = sdk_client.make(fake.url, http)
 
             async def ask(attempt: Attempt) -> None:
                 app.calls.append(attempt.number)
-                await sdk.ask(client, app.seen)
+                await sdk_client.ask(client, app.seen)
 
-            return await runner.run_turn(session, turn, tee.call(ask, sdk.provider))
+            return await runner.run_turn(session, turn, tee.call(ask, sdk_client.provider))
 
 
 def scenario(scene: str, sdk: Sdk, tmp_path: Path) -> tuple[list[Reply], list[Path]]:
@@ -305,7 +224,7 @@ async def test_a_teed_sdk_turn_is_what_simulate_gives(
     message = await teed_turn(runner, sdk, mode, replies, (session, turn), app)
     assert app.calls == list(range(1, len(files) + 1))  # a retry calls the app's function again
     assert "".join(app.seen)  # the app read its own SDK's stream
-    expected = simulate(files, provider=sdk.provider, session_id=session, turn_id=turn)
+    expected = simulate(files, provider=sdk.client.provider, session_id=session, turn_id=turn)
     assert expected.state == "finished"
     assert message == expected.message
     frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
@@ -325,7 +244,9 @@ async def test_a_provider_overloaded_until_the_cap_fails_the_turn_as_simulate_sa
         await teed_turn(runner, sdk, mode, [sdk.overloaded.reply()] * 3, (session, turn), app)
     assert failed.value.error.type == "provider_unavailable"
     assert app.calls == [1, 2, 3]
-    expected = simulate([recorded] * 3, provider=sdk.provider, session_id=session, turn_id=turn)
+    expected = simulate(
+        [recorded] * 3, provider=sdk.client.provider, session_id=session, turn_id=turn
+    )
     assert expected.state == "failed"
     frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
     assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]
