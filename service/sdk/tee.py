@@ -36,8 +36,9 @@ The SDK's exception ends `ask`, and the runner waits for the workers' decision: 
 and the end as what `run_turn` returns (the proven message) or raises (`TurnFailed` with the
 typed error, `TurnCancelled`, `TurnRefused`). Give the SDK `max_retries=0` (google-genai: no
 `retry_options`, without which it does not retry): terminus decides retries; a retry of the
-SDK's own would be a second request in one attempt, which the tee passes on unrecorded. A request made outside `tee.call` passes through untouched. The tee asks
-for the codings it decodes (`accept-encoding: gzip, deflate`) on the requests it records.
+SDK's own would be a second request in one attempt, which the tee passes on unrecorded. A
+request made outside `tee.call` passes through untouched. The tee asks for the codings it
+decodes (`accept-encoding: gzip, deflate`) on the requests it records.
 Synchronous clients: service/sdk/tee_sync.py.
 """
 
