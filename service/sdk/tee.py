@@ -1,5 +1,6 @@
 """Keep your SDK: an httpx transport that tees each attempt's response into terminus as the app
-reads it, so the official clients (`anthropic`, `openai`, anything on httpx) run unchanged.
+reads it, so the official clients (`anthropic`, `openai`, `google-genai`, anything on httpx) run
+unchanged.
 
     tee = TeeTransport(httpx2.AsyncHTTPTransport())        # wraps the SDK's own transport
     client = anthropic.AsyncAnthropic(http_client=httpx2.AsyncClient(transport=tee), max_retries=0)
@@ -13,7 +14,8 @@ reads it, so the official clients (`anthropic`, `openai`, anything on httpx) run
 
 The official SDKs now run on `httpx2` (a renamed httpx; they refuse an `httpx` client), others on
 `httpx`: the tee works with either, as the transport it wraps does. It builds its responses from
-that transport's own classes, so the client gets the response type it expects.
+that transport's own classes, so the client gets the response type it expects. google-genai
+takes the client in its options: `HttpOptions(httpx_async_client=...)` (docs/producers.md).
 
 `tee.call(ask, provider)` is a provider call for `TurnRunner`: each time the runner makes an
 attempt, it runs `ask(attempt)` with the attempt bound to the task, and the request `ask` makes
@@ -32,10 +34,11 @@ tee sees is reported as it happens:
 The SDK's exception ends `ask`, and the runner waits for the workers' decision: a retry calls
 `ask` again after its delay, so the decision reaches the app as its function being called again,
 and the end as what `run_turn` returns (the proven message) or raises (`TurnFailed` with the
-typed error, `TurnCancelled`, `TurnRefused`). Give the SDK `max_retries=0`: terminus decides
-retries; a retry of the SDK's own would be a second request in one attempt, which the tee
-passes on unrecorded. A request made outside `tee.call` passes through untouched. The tee asks
-for the codings it decodes (`accept-encoding: gzip, deflate`) on the requests it records.
+typed error, `TurnCancelled`, `TurnRefused`). Give the SDK `max_retries=0` (google-genai: no
+`retry_options`, without which it does not retry): terminus decides retries; a retry of the
+SDK's own would be a second request in one attempt, which the tee passes on unrecorded. A
+request made outside `tee.call` passes through untouched. The tee asks for the codings it
+decodes (`accept-encoding: gzip, deflate`) on the requests it records.
 Synchronous clients: service/sdk/tee_sync.py.
 """
 

@@ -1,19 +1,18 @@
-"""The real `anthropic` and `openai` clients, teed into terminus (service/sdk/tee.py), against
-the fake provider with a real worker: the app iterates its SDK's own stream, and the persisted
-message and the session's frames are what `terminus simulate` gives on the same bytes."""
+"""The real `anthropic`, `openai` and `google-genai` clients, async and sync, teed into terminus
+(service/sdk/tee.py, tee_sync.py), against the fake provider with a real worker: the app iterates
+its SDK's own stream, and the persisted message and the session's frames are what
+`terminus simulate` gives on the same bytes."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple, cast
 
-import anthropic
 import httpx
 import httpx2
 import msgspec
-import openai
 import pytest
 from redis.asyncio import Redis
 from serving import running_worker
@@ -21,16 +20,18 @@ from serving import running_worker
 from terminus.events.outbound import AgentError, Retrying, SessionUpdate
 from terminus.service.cli.simulate import simulate
 from terminus.service.sdk.producer import Producer
-from terminus.service.sdk.runner import TurnFailed, TurnRunner
+from terminus.service.sdk.runner import PersistedMessage, TurnFailed, TurnRunner
 from terminus.service.sdk.steps import Attempt
 from terminus.service.sdk.tee import TeeTransport
 from terminus.service.sdk.tee_sync import SyncTeeTransport
 from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
 from tests.support.fake_provider import Reply, fake_provider
+from tests.support.sdk_clients import SDK_CLIENTS, SdkClient, Seen
 
 STREAMS = Path(__file__).parents[1] / "fixtures/provider-streams"
 SSE = {"content-type": "text/event-stream"}
+JSON = {"content-type": "application/json"}
 PARTITIONS = 4
 
 
@@ -38,60 +39,94 @@ def sse(path: str) -> bytes:
     return (STREAMS / path).read_bytes().rstrip(b"\r\n") + b"\n\n"
 
 
-ANTHROPIC = sse("anthropic/text-recorded-fantasy.sse")
-OPENAI_CHAT = sse("openai-chat/text-stop-usage-done-recorded-fantasy.sse")
-RATE_LIMITED = {
-    "content-type": "application/json",
-    "retry-after": "0",
-    "x-should-retry": "true",
-}
-RATE_BODY = b'{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}'
-OVERLOADED = {"content-type": "application/json", "retry-after": "0"}
-OVERLOADED_BODY = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+class Failure(NamedTuple):
+    """A provider's error answer: sent by the fake provider, recorded for simulate."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def reply(self) -> Reply:
+        return Reply(self.status, self.body, self.headers)
+
+    def recorded(self, path: Path) -> Path:
+        body = json.loads(self.body)
+        path.write_text(
+            json.dumps({"status_code": self.status, "headers": self.headers, "body": body})
+        )
+        return path
 
 
-class Client(NamedTuple):
-    provider: str
+ANTHROPIC_RATE = Failure(
+    429,
+    {**JSON, "retry-after": "0", "x-should-retry": "true"},
+    b'{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}',
+)
+ANTHROPIC_OVERLOADED = Failure(
+    529,
+    {**JSON, "retry-after": "0"},
+    b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+)
+# OpenAI's error-codes guide: 429 "Rate limit reached for requests", 503 "The engine is currently
+# overloaded, please try again later"; the body is its `{"error": {...}}` object.
+OPENAI_RATE = Failure(
+    429,
+    {**JSON, "retry-after": "0"},
+    b'{"error":{"message":"Rate limit reached for requests","type":"requests",'
+    b'"param":null,"code":"rate_limit_exceeded"}}',
+)
+OPENAI_OVERLOADED = Failure(
+    503,
+    {**JSON, "retry-after": "0"},
+    b'{"error":{"message":"The engine is currently overloaded, please try again later",'
+    b'"type":"server_error","param":null,"code":null}}',
+)
+# Google's own bodies (google.rpc.Status in `error`), from the fixtures: a 429 RESOURCE_EXHAUSTED
+# with no RetryInfo (the workers' backoff decides the wait) and a 503 UNAVAILABLE, byte for byte.
+GEMINI_RATE = Failure(
+    429,
+    {"content-type": "application/json; charset=UTF-8"},
+    (STREAMS / "gemini/quota-exceeded-429-vertex-firebase-testdata.json").read_bytes(),
+)
+GEMINI_UNAVAILABLE = Failure(
+    503,
+    {"content-type": "application/json; charset=UTF-8"},
+    json.loads(
+        (STREAMS / "gemini/unavailable-503-high-demand-continue-issue-10639.json").read_text()
+    )["body"].encode(),
+)
+
+
+class Sdk(NamedTuple):
+    """One official client and its provider's answers."""
+
+    client: SdkClient
     answer: bytes
-    make: Callable[[str, Any], Any]  # base URL, http client (async or not) -> the SDK client
-    ask: Callable[[Any, list[str]], Any]  # the SDK client, what the app saw -> one request
+    rate_limited: Failure
+    overloaded: Failure
 
 
-async def ask_anthropic(client: anthropic.AsyncAnthropic, seen: list[str]) -> None:
-    async with client.messages.stream(
-        model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-    ) as stream:
-        async for text in stream.text_stream:
-            seen.append(text)
-
-
-async def ask_openai(client: openai.AsyncOpenAI, seen: list[str]) -> None:
-    stream = await client.chat.completions.create(
-        model="gpt-x", messages=[{"role": "user", "content": "hi"}], stream=True
-    )
-    async for chunk in stream:
-        for choice in chunk.choices:
-            seen.append(choice.delta.content or "")
-
-
-CLIENTS = {
-    "anthropic": Client(
-        "anthropic",
-        ANTHROPIC,
-        lambda url, http: anthropic.AsyncAnthropic(
-            api_key="k", base_url=url, http_client=http, max_retries=0
-        ),
-        ask_anthropic,
+SDKS = {
+    "anthropic": Sdk(
+        SDK_CLIENTS["anthropic"],
+        sse("anthropic/text-recorded-fantasy.sse"),
+        ANTHROPIC_RATE,
+        ANTHROPIC_OVERLOADED,
     ),
-    "openai": Client(
-        "openai-chat",
-        OPENAI_CHAT,
-        lambda url, http: openai.AsyncOpenAI(
-            api_key="k", base_url=url + "/v1", http_client=http, max_retries=0
-        ),
-        ask_openai,
+    "openai": Sdk(
+        SDK_CLIENTS["openai"],
+        sse("openai-chat/text-stop-usage-done-recorded-fantasy.sse"),
+        OPENAI_RATE,
+        OPENAI_OVERLOADED,
+    ),
+    "google-genai": Sdk(
+        SDK_CLIENTS["google-genai"],
+        sse("gemini/multi-chunk-text-recorded-fantasy.sse"),
+        GEMINI_RATE,
+        GEMINI_UNAVAILABLE,
     ),
 }
+MODES = ["async", "sync"]
 
 
 def comparable(frame: SessionUpdate) -> SessionUpdate:
@@ -113,147 +148,117 @@ async def runner(redis: Redis, prefix: str) -> AsyncIterator[TurnRunner]:
     await turn_runner.close()
 
 
-def scenario(name: str, answer: bytes, tmp_path: Path) -> tuple[list[Reply], list[Path]]:
+class App(NamedTuple):
+    """What the app's own function saw over a turn: each attempt's number, the text it read."""
+
+    calls: list[int]
+    seen: Seen
+
+
+async def teed_turn(
+    runner: TurnRunner, sdk: Sdk, mode: str, replies: list[Reply], ids: tuple[str, str], app: App
+) -> PersistedMessage:
+    """One turn of the SDK's client (async or sync) through its tee, against `replies`."""
+    session, turn = ids
+    sdk_client = sdk.client
+    async with fake_provider(replies) as fake:
+        if mode == "sync":
+            tee_sync = SyncTeeTransport(httpx2.HTTPTransport())
+            sync_transport = cast("httpx2.BaseTransport", tee_sync)  # an httpx transport to mypy
+            with httpx2.Client(transport=sync_transport) as sync_http:
+                client = sdk_client.make_sync(fake.url, sync_http)
+
+                def ask_sync(attempt: Attempt) -> None:
+                    app.calls.append(attempt.number)
+                    sdk_client.ask_sync(client, app.seen)
+
+                return await runner.run_turn(
+                    session, turn, tee_sync.call(ask_sync, sdk_client.provider)
+                )
+        tee = TeeTransport(httpx2.AsyncHTTPTransport())
+        transport = cast("httpx2.AsyncBaseTransport", tee)  # an httpx transport to mypy
+        async with httpx2.AsyncClient(transport=transport) as http:
+            client = sdk_client.make(fake.url, http)
+
+            async def ask(attempt: Attempt) -> None:
+                app.calls.append(attempt.number)
+                await sdk_client.ask(client, app.seen)
+
+            return await runner.run_turn(session, turn, tee.call(ask, sdk_client.provider))
+
+
+def scenario(scene: str, sdk: Sdk, tmp_path: Path) -> tuple[list[Reply], list[Path]]:
     """The fake provider's replies for a scenario, and the same bytes as simulate's files."""
+    answer = sdk.answer
     whole = tmp_path / "whole.sse"
     whole.write_bytes(answer)
-    if name == "clean":
+    if scene == "clean":
         return [Reply(200, answer, SSE)], [whole]
-    if name == "cut":
+    if scene == "cut":
         cut = tmp_path / "cut.sse"
         cut.write_bytes(answer[: len(answer) // 2])
         return [Reply(200, answer, SSE, cut_at=len(answer) // 2), Reply(200, answer, SSE)], [
             cut,
             whole,
         ]
-    error = tmp_path / "429.json"
-    recorded = {"status_code": 429, "headers": RATE_LIMITED, "body": json.loads(RATE_BODY)}
-    error.write_text(json.dumps(recorded))
-    return [Reply(429, RATE_BODY, RATE_LIMITED), Reply(200, answer, SSE)], [error, whole]
+    error = sdk.rate_limited.recorded(tmp_path / "429.json")
+    return [sdk.rate_limited.reply(), Reply(200, answer, SSE)], [error, whole]
 
 
 @pytest.mark.parametrize("scene", ["clean", "cut", "429"])
-@pytest.mark.parametrize("name", list(CLIENTS))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(SDKS))
 async def test_a_teed_sdk_turn_is_what_simulate_gives(
-    runner: TurnRunner, redis: Redis, prefix: str, tmp_path: Path, name: str, scene: str
+    runner: TurnRunner,
+    redis: Redis,
+    prefix: str,
+    tmp_path: Path,
+    name: str,
+    mode: str,
+    scene: str,
 ) -> None:
-    case = CLIENTS[name]
-    replies, files = scenario(scene, case.answer, tmp_path)
-    session, turn = f"s-tee-{name}-{scene}", f"t-tee-{name}-{scene}"
-    seen: list[str] = []
-    calls: list[int] = []
-    tee = TeeTransport(httpx2.AsyncHTTPTransport())
-    transport = cast("httpx2.AsyncBaseTransport", tee)  # an httpx transport to mypy
-    async with fake_provider(replies) as fake, httpx2.AsyncClient(transport=transport) as http:
-        client = case.make(fake.url, http)
-
-        async def ask(attempt: Attempt) -> None:
-            calls.append(attempt.number)
-            await case.ask(client, seen)
-
-        message = await runner.run_turn(session, turn, tee.call(ask, case.provider))
-    assert calls == list(range(1, len(files) + 1))  # a retry calls the app's function again
-    assert "".join(seen)  # the app read its own SDK's stream
-    expected = simulate(files, provider=case.provider, session_id=session, turn_id=turn)
+    sdk = SDKS[name]
+    replies, files = scenario(scene, sdk, tmp_path)
+    session, turn = f"s-tee-{name}-{mode}-{scene}", f"t-tee-{name}-{mode}-{scene}"
+    app = App([], [])
+    message = await teed_turn(runner, sdk, mode, replies, (session, turn), app)
+    assert app.calls == list(range(1, len(files) + 1))  # a retry calls the app's function again
+    assert "".join(app.seen)  # the app read its own SDK's stream
+    expected = simulate(files, provider=sdk.client.provider, session_id=session, turn_id=turn)
     assert expected.state == "finished"
     assert message == expected.message
     frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
     assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]
 
 
-@pytest.mark.parametrize("name", list(CLIENTS))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", list(SDKS))
 async def test_a_provider_overloaded_until_the_cap_fails_the_turn_as_simulate_says(
-    runner: TurnRunner, redis: Redis, prefix: str, tmp_path: Path, name: str
+    runner: TurnRunner, redis: Redis, prefix: str, tmp_path: Path, name: str, mode: str
 ) -> None:
-    case = CLIENTS[name]
-    session, turn = f"s-tee-{name}-529", f"t-tee-{name}-529"
-    recorded = tmp_path / "529.json"
-    body = json.loads(OVERLOADED_BODY)
-    recorded.write_text(json.dumps({"status_code": 529, "headers": OVERLOADED, "body": body}))
-    tee = TeeTransport(httpx2.AsyncHTTPTransport())
-    transport = cast("httpx2.AsyncBaseTransport", tee)
-    replies = [Reply(529, OVERLOADED_BODY, OVERLOADED)] * 3
-    async with fake_provider(replies) as fake, httpx2.AsyncClient(transport=transport) as http:
-        client = case.make(fake.url, http)
-
-        async def ask(attempt: Attempt) -> None:
-            await case.ask(client, [])
-
-        with pytest.raises(TurnFailed) as failed:
-            await runner.run_turn(session, turn, tee.call(ask, case.provider))
+    sdk = SDKS[name]
+    session, turn = f"s-tee-{name}-{mode}-busy", f"t-tee-{name}-{mode}-busy"
+    recorded = sdk.overloaded.recorded(tmp_path / "overloaded.json")
+    app = App([], [])
+    with pytest.raises(TurnFailed) as failed:
+        await teed_turn(runner, sdk, mode, [sdk.overloaded.reply()] * 3, (session, turn), app)
     assert failed.value.error.type == "provider_unavailable"
-    expected = simulate([recorded] * 3, provider=case.provider, session_id=session, turn_id=turn)
+    assert app.calls == [1, 2, 3]
+    expected = simulate(
+        [recorded] * 3, provider=sdk.client.provider, session_id=session, turn_id=turn
+    )
     assert expected.state == "failed"
     frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
     assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]
 
 
 async def test_requests_outside_a_turn_pass_through(admin_redis: Redis, prefix: str) -> None:
+    answer = SDKS["anthropic"].answer
     tee = TeeTransport(httpx.AsyncHTTPTransport())
     async with (
-        fake_provider([Reply(200, ANTHROPIC, SSE)]) as fake,
+        fake_provider([Reply(200, answer, SSE)]) as fake,
         httpx.AsyncClient(transport=tee) as http,
     ):
         response = await http.post(fake.url + "/v1/messages", json={})
-    assert response.content == ANTHROPIC
+    assert response.content == answer
     assert await admin_redis.keys(f"{prefix}*") == []  # KEYS: the test's own admin may
-
-
-def ask_anthropic_sync(client: anthropic.Anthropic, seen: list[str]) -> None:
-    with client.messages.stream(
-        model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
-    ) as stream:
-        for text in stream.text_stream:
-            seen.append(text)
-
-
-def ask_openai_sync(client: openai.OpenAI, seen: list[str]) -> None:
-    stream = client.chat.completions.create(
-        model="gpt-x", messages=[{"role": "user", "content": "hi"}], stream=True
-    )
-    for chunk in stream:
-        for choice in chunk.choices:
-            seen.append(choice.delta.content or "")
-
-
-SYNC_CLIENTS = {
-    "anthropic": Client(
-        "anthropic",
-        ANTHROPIC,
-        lambda url, http: anthropic.Anthropic(
-            api_key="k", base_url=url, http_client=http, max_retries=0
-        ),
-        ask_anthropic_sync,
-    ),
-    "openai": Client(
-        "openai-chat",
-        OPENAI_CHAT,
-        lambda url, http: openai.OpenAI(
-            api_key="k", base_url=url + "/v1", http_client=http, max_retries=0
-        ),
-        ask_openai_sync,
-    ),
-}
-
-
-@pytest.mark.parametrize("scene", ["clean", "cut", "429"])
-@pytest.mark.parametrize("name", list(SYNC_CLIENTS))
-async def test_a_teed_sync_sdk_turn_is_what_simulate_gives(
-    runner: TurnRunner, redis: Redis, prefix: str, tmp_path: Path, name: str, scene: str
-) -> None:
-    case = SYNC_CLIENTS[name]
-    replies, files = scenario(scene, case.answer, tmp_path)
-    session, turn = f"s-sync-{name}-{scene}", f"t-sync-{name}-{scene}"
-    seen: list[str] = []
-    tee = SyncTeeTransport(httpx2.HTTPTransport())
-    transport = cast("httpx2.BaseTransport", tee)  # an httpx transport to mypy
-    async with fake_provider(replies) as fake:
-        with httpx2.Client(transport=transport) as http:
-            client = case.make(fake.url, http)
-            call = tee.call(lambda attempt: case.ask(client, seen), case.provider)
-            message = await runner.run_turn(session, turn, call)
-    assert "".join(seen)
-    expected = simulate(files, provider=case.provider, session_id=session, turn_id=turn)
-    assert message == expected.message
-    frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
-    assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 from terminus.service.redis.embedded import free_port
 
-REASONS = {200: "OK", 402: "Payment Required", 429: "Too Many Requests", 529: "Overloaded"}
+REASONS = {
+    200: "OK",
+    402: "Payment Required",
+    429: "Too Many Requests",
+    503: "Service Unavailable",
+    529: "Overloaded",
+}
 
 
 @dataclass
