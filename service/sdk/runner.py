@@ -12,9 +12,10 @@ compaction (`on_compaction`, then the next attempt), tools (`tools`, then the ne
 continuation (the next step sends the paused content back as-is, `attempt.continuation`, with no
 help from the caller), or the end. It returns the persisted message, or raises `TurnFailed`
 carrying the typed error, or `TurnCancelled`. A cancel that arrives while a request runs stops
-that request. A turn id that is no turn of the session (another session's turn has it) is
-refused by the workers: the runner raises `TurnRefused` as soon as they say so, rather than wait
-for decisions that never come.
+that request; a decision made on the attempt's proof (the end, a next step) lets the request read
+its stream to the end first, for up to `settle_s`. A turn id that is no turn of the session
+(another session's turn has it) is refused by the workers: the runner raises `TurnRefused` as soon
+as they say so, rather than wait for decisions that never come.
 
 If the producer dies mid-turn, the workers' stall timer ends the turn, as for any producer.
 """
@@ -93,6 +94,8 @@ class TurnRunner:
     producer: Producer
     decision_timeout_s: float | None = None
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    # How long the app may go on reading a stream whose end the workers already proved (_settle).
+    settle_s: float = 10.0
     decisions: Decisions = field(init=False)
 
     def __post_init__(self) -> None:
@@ -205,16 +208,29 @@ class _Run:
         decision = asyncio.ensure_future(self.queue.get())
         await _first(request, decision)
         if decision.done():
-            request.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await request
-            return decision.result()
+            decided = decision.result()
+            await self._settle(request, decided)
+            return decided
         decision.cancel()
         error = request.exception()
         if error is not None and not self.publisher.ended:
             await self.publisher.report_transport_error(error)
         await self.publisher.close_attempt()
         return await self._next_decision()
+
+    async def _settle(self, request: asyncio.Future[None], decided: ProducerCommand) -> None:
+        """End the request a decision came before. A decision made on the attempt's terminal
+        proof (the turn finished, a next step) leaves the app up to `settle_s` to read its own
+        stream to the end: the publisher feeds each piece before the app's SDK reads it, so the
+        proof can be decided while the app still works through the last pieces. Any other
+        decision (a cancel, a retry or failure of the stall timer) stops the request now."""
+        try:
+            if _on_proof(decided) and not request.done():
+                await asyncio.wait({request}, timeout=self.runner.settle_s)
+        finally:
+            request.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await request
 
     async def _next_decision(self) -> ProducerCommand:
         timeout = self.runner.decision_timeout_s
@@ -280,6 +296,13 @@ class _Run:
         if raw is None:
             raise TerminusError(f"message {message_id} of turn {publisher.turn_id} is not stored")
         return decode_message(raw)
+
+
+def _on_proof(decided: ProducerCommand) -> bool:
+    """Whether the workers decided on the attempt's terminal proof: its stream is complete."""
+    if isinstance(decided, TurnConcluded):
+        return decided.state == "finished"
+    return isinstance(decided, ToolsRequired | ContinuationRequired)
 
 
 async def _first(*futures: asyncio.Future[Any]) -> None:

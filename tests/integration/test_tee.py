@@ -5,6 +5,7 @@ its SDK's own stream, and the persisted message and the session's frames are wha
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from redis.asyncio import Redis
 from serving import running_worker
 
+from bench.tee import answers
 from terminus.events.outbound import AgentError, Retrying, SessionUpdate
 from terminus.service.cli.simulate import simulate
 from terminus.service.sdk.producer import Producer
@@ -262,3 +264,31 @@ async def test_requests_outside_a_turn_pass_through(admin_redis: Redis, prefix: 
         response = await http.post(fake.url + "/v1/messages", json={})
     assert response.content == answer
     assert await admin_redis.keys(f"{prefix}*") == []  # KEYS: the test's own admin may
+
+
+async def test_an_app_slower_than_the_workers_reads_its_whole_stream(
+    runner: TurnRunner, redis: Redis, prefix: str
+) -> None:
+    """The workers prove the turn as soon as the tee has published the provider's last event,
+    while an app that awaits per delta (forwarding each to its UI) is still reading: the runner
+    lets it read to the end (`settle_s`), where it once cancelled the request under it."""
+    answer = answers.anthropic(3000)
+    client = SDK_CLIENTS["anthropic"]
+    seen: Seen = []
+    tee = TeeTransport(httpx2.AsyncHTTPTransport())
+    transport = cast("httpx2.AsyncBaseTransport", tee)
+    replies = [Reply(200, answer.body, SSE, chunk=16384)]
+    async with fake_provider(replies) as fake, httpx2.AsyncClient(transport=transport) as http:
+        sdk = client.make(fake.url, http)
+
+        async def ask(attempt: Attempt) -> None:
+            async with sdk.messages.stream(
+                model="claude-x", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+            ) as stream:
+                async for text in stream.text_stream:
+                    seen.append(text)
+                    await asyncio.sleep(0.001)  # the app's own work on each delta
+
+        message = await runner.run_turn("s-tee-slow", "t-tee-slow", tee.call(ask, "anthropic"))
+    assert message.text() == answer.text
+    assert "".join(seen) == answer.text
