@@ -8,7 +8,7 @@ about 90 µs of client CPU; the worker saturated at half its drain rate and adde
 owner's read or its commit joined with the read of its next batch (commit.lua does both), plus
 one non-blocking XREAD that tells which idle partitions received entries meanwhile. While
 entries flow, every caught-up owner reads again in the next round rather than waiting to be
-told (`_rouse`), and at light load rounds go at most every `linger_ms` (`_pace`), so that a
+told (`_rouse`), and at light load rounds go at most every linger (`_pace`), so that a
 round's fixed cost (a round trip, a script call) is shared by what gathered meanwhile. Owners
 still run independently: each has its own lease, fold and position, and one owner's lost lease
 or failed commit ends only that owner.
@@ -49,6 +49,10 @@ from terminus.service.settings import Settings
 log = logging.getLogger("terminus.pump")
 
 PAUSE_S: Final = 0.2  # after a connection error, before the next round
+# What a frame takes to reach a reader beyond its two lingers (the commit's round trip, the
+# reader's XREAD): the p99 added measured about two lingers plus this (docs/performance.md).
+SLACK_S: Final = 0.003
+ROUND_WEIGHT: Final = 0.2  # of the last round in the running mean of a round's time
 
 
 class Breaks:
@@ -93,6 +97,7 @@ class Pump:
         self._changed = asyncio.Event()  # an owner came, or was asked to go: end the wait
         self._paced: asyncio.Future[None] | None = None  # the linger in progress (`_pace`)
         self._paced_from = 0.0  # monotonic time of the last round, or wake-up (`_pace`)
+        self.round_s = 0.0  # running mean of a round's time, its fold included (`linger_s`)
 
     @property
     def full(self) -> bool:
@@ -218,8 +223,15 @@ class Pump:
 
     async def _step(self, busy: list[PartitionOwner], idle: list[PartitionOwner]) -> None:
         """One pipeline: each busy owner's read or commit-and-read, one XREAD for the idle."""
-        calls = [owner.step_call() for owner in busy]
         started = time.perf_counter()
+        await self._send_and_fold(busy, idle, started)
+        took = time.perf_counter() - started
+        self.round_s += ROUND_WEIGHT * (took - self.round_s)
+
+    async def _send_and_fold(
+        self, busy: list[PartitionOwner], idle: list[PartitionOwner], started: float
+    ) -> None:
+        calls = [owner.step_call() for owner in busy]
         try:
             replies, woken = await self._send(calls, idle)
         except TRANSIENT as exc:
@@ -321,14 +333,14 @@ class Pump:
         self._paced_from = time.monotonic()  # the woken owners' round reads what gathers
 
     async def _pace(self) -> None:
-        """Rounds at light load go at most every `linger_ms` (in the spirit of Kafka's linger.ms):
-        a round costs about the same for one entry as for hundreds, so a round that follows
-        closely on the last, or on a wake-up, waits for the rest of `linger_ms` and carries what
-        gathered meanwhile. A round after one that read a load (a quarter of a batch) goes at
+        """Rounds at light load go at most every linger (`linger_s`; in the spirit of Kafka's
+        linger.ms): a round costs about the same for one entry as for hundreds, so a round that
+        follows closely on the last, or on a wake-up, waits for the rest of the linger and carries
+        what gathered meanwhile. A round after one that read a load (a quarter of a batch) goes at
         once: under load rounds are full and never wait. An owner coming or going ends the wait.
         The price is latency: an entry waits up to one linger to be read and up to one more for
         its commit (docs/performance.md, "Rounds at light load")."""
-        linger_s = self.settings.linger_ms / 1000
+        linger_s = self.linger_s()
         if linger_s > 0 and not self.full:
             left = self._paced_from + linger_s - time.monotonic()
             if left > 0 and not self._changed.is_set():
@@ -342,6 +354,17 @@ class Pump:
                     timer.cancel()
                     self._paced = None
         self._paced_from = time.monotonic()
+
+    def linger_s(self) -> float:
+        """`linger_ms` if set; else the longest linger that keeps the latency this pump adds
+        within `latency_budget_ms`. Lingers count from a round's start: an entry waits up to one
+        to be read and up to another for the round that commits it, then for that round's reply
+        and a reader's read. So half of what the budget leaves after a round and the slack, and
+        none once rounds take the budget themselves (under load they seldom wait anyway)."""
+        if self.settings.linger_ms is not None:
+            return self.settings.linger_ms / 1000
+        budget_s = self.settings.latency_budget_ms / 1000
+        return max(0.0, (budget_s - SLACK_S - self.round_s) / 2)
 
     def _end(self, owner: PartitionOwner, error: BaseException | None = None) -> None:
         if self.owners.get(owner.partition) is owner:

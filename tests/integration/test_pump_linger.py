@@ -35,17 +35,28 @@ def trickle(session: str, deltas: int = DELTAS) -> list[InboundEvent]:
 
 
 async def commits_for_a_trickle(
-    redis: Redis, prefix: str, linger_ms: int, deltas: int = DELTAS, apart_s: float = 0.01
+    redis: Redis,
+    prefix: str,
+    linger_ms: int | None,
+    deltas: int = DELTAS,
+    apart_s: float = 0.01,
+    budget_ms: int = 20,
 ) -> tuple[int, float]:
     """Commits a worker makes for a trickle of events published `apart_s` apart once it is
     idle, and the seconds the publishing took."""
-    settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=1000, linger_ms=linger_ms)
+    settings = Settings(
+        prefix=prefix,
+        partitions=PARTITIONS,
+        block_ms=1000,
+        linger_ms=linger_ms,
+        latency_budget_ms=budget_ms,
+    )
     producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
     async with running_worker(redis, settings) as worker:
         await until(lambda: owns_all(worker), "the worker to own every partition")
         await asyncio.sleep(0.3)  # idle: every owner in its blocking read
         before = worker.metrics.commits
-        session = f"s-{linger_ms}"
+        session = f"s-{linger_ms}-{budget_ms}"
         started = time.monotonic()
         for event in trickle(session, deltas):
             await producer.publish([event])
@@ -101,3 +112,16 @@ async def test_while_entries_trickle_in_commits_go_at_most_every_linger(
     assert 2 <= commits <= paced + unpaced + 2, (
         f"{commits} commits over {seconds:.2f} s paced at 150 ms"
     )
+
+
+@pytest.mark.parametrize("budget_ms", [0, 1000])
+async def test_without_a_set_linger_the_latency_budget_sets_it(
+    redis: Redis, prefix: str, budget_ms: int
+) -> None:
+    # A budget of 1 s lets rounds linger about half a second: the ten entries, 10 ms apart,
+    # commit as one batch. A budget of nothing leaves no linger at all.
+    commits, _ = await commits_for_a_trickle(redis, prefix, None, budget_ms=budget_ms)
+    if budget_ms:
+        assert commits == 1, "ten entries within the budget's linger: one batch"
+    else:
+        assert commits >= 3, "no budget, no linger: a round every few entries"
