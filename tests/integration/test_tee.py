@@ -12,13 +12,11 @@ from typing import Any, NamedTuple, cast
 import anthropic
 import httpx
 import httpx2
-import msgspec
 import openai
 import pytest
 from redis.asyncio import Redis
 from serving import running_worker
 
-from terminus.events.outbound import AgentError, Retrying, SessionUpdate
 from terminus.service.cli.simulate import simulate
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.runner import TurnFailed, TurnRunner
@@ -28,26 +26,17 @@ from terminus.service.sdk.tee_sync import SyncTeeTransport
 from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
 from tests.support.fake_provider import Reply, fake_provider
+from tests.support.tee_scenes import (
+    ANTHROPIC,
+    OPENAI_CHAT,
+    OVERLOADED,
+    OVERLOADED_BODY,
+    SSE,
+    comparable,
+    scenario,
+)
 
-STREAMS = Path(__file__).parents[1] / "fixtures/provider-streams"
-SSE = {"content-type": "text/event-stream"}
 PARTITIONS = 4
-
-
-def sse(path: str) -> bytes:
-    return (STREAMS / path).read_bytes().rstrip(b"\r\n") + b"\n\n"
-
-
-ANTHROPIC = sse("anthropic/text-recorded-fantasy.sse")
-OPENAI_CHAT = sse("openai-chat/text-stop-usage-done-recorded-fantasy.sse")
-RATE_LIMITED = {
-    "content-type": "application/json",
-    "retry-after": "0",
-    "x-should-retry": "true",
-}
-RATE_BODY = b'{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}'
-OVERLOADED = {"content-type": "application/json", "retry-after": "0"}
-OVERLOADED_BODY = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
 
 
 class Client(NamedTuple):
@@ -94,16 +83,6 @@ CLIENTS = {
 }
 
 
-def comparable(frame: SessionUpdate) -> SessionUpdate:
-    """The frame without its cursor, and an error's reset time (the producer's clock plus the
-    delay, where simulate's clock is 0) without the clock."""
-    frame = msgspec.structs.replace(frame, cursor=None)
-    if isinstance(frame, Retrying | AgentError) and frame.error is not None:
-        error = msgspec.structs.replace(frame.error, reset_at_epoch_ms=None)
-        frame = msgspec.structs.replace(frame, error=error)
-    return frame
-
-
 @pytest.fixture
 async def runner(redis: Redis, prefix: str) -> AsyncIterator[TurnRunner]:
     settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)
@@ -111,25 +90,6 @@ async def runner(redis: Redis, prefix: str) -> AsyncIterator[TurnRunner]:
     async with running_worker(redis, settings):
         yield turn_runner
     await turn_runner.close()
-
-
-def scenario(name: str, answer: bytes, tmp_path: Path) -> tuple[list[Reply], list[Path]]:
-    """The fake provider's replies for a scenario, and the same bytes as simulate's files."""
-    whole = tmp_path / "whole.sse"
-    whole.write_bytes(answer)
-    if name == "clean":
-        return [Reply(200, answer, SSE)], [whole]
-    if name == "cut":
-        cut = tmp_path / "cut.sse"
-        cut.write_bytes(answer[: len(answer) // 2])
-        return [Reply(200, answer, SSE, cut_at=len(answer) // 2), Reply(200, answer, SSE)], [
-            cut,
-            whole,
-        ]
-    error = tmp_path / "429.json"
-    recorded = {"status_code": 429, "headers": RATE_LIMITED, "body": json.loads(RATE_BODY)}
-    error.write_text(json.dumps(recorded))
-    return [Reply(429, RATE_BODY, RATE_LIMITED), Reply(200, answer, SSE)], [error, whole]
 
 
 @pytest.mark.parametrize("scene", ["clean", "cut", "429"])
