@@ -4,10 +4,14 @@
 export type * from "./contract.js";
 export { cursorAfter } from "./cursor.js";
 export {
+  NoDecision,
   SourceUnavailable,
   SubscriberError,
   SubscriptionDenied,
   SubscriptionRefused,
+  TurnCancelled,
+  TurnFailed,
+  TurnRefused,
   UnreadableFrame,
 } from "./errors.js";
 export { LivePart, LiveSession, LiveTurn } from "./live.js";
