@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import shutil
+import subprocess
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,7 +27,7 @@ from terminus.events.outbound import AgentError, PersistedMessage, Retrying, Ses
 from terminus.service.cli.simulate import simulate
 from terminus.service.gateway.routes import create_gateway
 from terminus.service.gateway.tokens import mint
-from terminus.service.sdk.views import session_updates
+from terminus.service.sdk.views import session_messages, session_updates
 from terminus.service.settings import Settings
 from tests.support.fake_provider import fake_provider
 from tests.support.tee_scenes import ANTHROPIC, OPENAI_CHAT, comparable, scenario
@@ -32,10 +35,16 @@ from tests.support.tee_scenes import ANTHROPIC, OPENAI_CHAT, comparable, scenari
 ROOT: Final = Path(__file__).resolve().parents[2]
 FRONTENDS: Final = ROOT / "tests/frontends"
 PRODUCER: Final = ROOT / "clients/typescript/build/src/producer/index.js"
+CLIENT_MODULES: Final = ROOT / "clients/typescript/node_modules"
 NODE: Final = shutil.which("node")
 SECRET: Final = b"node-producer-secret-0123456789a"
 PARTITIONS: Final = 4
 NODE_TIMEOUT_S: Final = 60.0
+DOCS: Final = ROOT / "docs/producers.md"
+SNIPPET: Final = re.compile(
+    r"<!-- tested as written: tests/e2e/test_node_producer\.py \(producer\) -->\n```ts\n(.*?)```",
+    re.DOTALL,
+)
 CLIENTS: Final = {
     "anthropic": ("anthropic", ANTHROPIC, "claude-x"),
     "openai": ("openai-chat", OPENAI_CHAT, "gpt-x"),
@@ -146,3 +155,73 @@ async def test_a_provider_overloaded_until_the_cap_rejects_with_the_typed_error(
         gateway.redis, session, partitions=PARTITIONS, prefix=gateway.prefix
     )
     assert [comparable(f) for f in frames] == expected_frames(expected.updates, model)
+
+
+def app_dir(tmp_path: Path) -> Path:
+    """An app whose node_modules hold what the docs' example imports: the client (its folder,
+    built), `ai` (7) and `@ai-sdk/anthropic` from tests/frontends."""
+    modules = tmp_path / "app/node_modules"
+    (modules / "@ai-sdk").mkdir(parents=True)
+    (modules / "@terminus-llm").mkdir()
+    (modules / "@terminus-llm/client").symlink_to(ROOT / "clients/typescript")
+    (modules / "ai").symlink_to(FRONTENDS / "node_modules/ai7")
+    (modules / "@ai-sdk/anthropic").symlink_to(FRONTENDS / "node_modules/@ai-sdk/anthropic")
+    (modules / "@types").mkdir()
+    (modules / "@types/node").symlink_to(CLIENT_MODULES / "@types/node")
+    return modules.parent
+
+
+def type_check(app: Path, source: str) -> None:
+    """`source` type-checks as TypeScript against the installed declarations (strict)."""
+    (app / "producer.mts").write_text(source, "utf-8")
+    config = {
+        "compilerOptions": {
+            "target": "ES2022",
+            "module": "NodeNext",
+            "moduleResolution": "NodeNext",
+            "strict": True,
+            "noEmit": True,
+            "skipLibCheck": True,
+            "types": ["node"],
+        },
+        "files": ["producer.mts"],
+    }
+    (app / "tsconfig.json").write_text(json.dumps(config), "utf-8")
+    tsc = CLIENT_MODULES / "typescript/bin/tsc"
+    done = subprocess.run(
+        [str(NODE), str(tsc), "-p", "tsconfig.json"], cwd=app, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+async def test_the_docs_node_example_runs_as_written(gateway: Served, tmp_path: Path) -> None:
+    found = SNIPPET.search(DOCS.read_text("utf-8"))
+    assert found is not None, "docs/producers.md has no tested Node example"
+    app = app_dir(tmp_path)
+    type_check(app, found.group(1))
+    (app / "producer.mjs").write_text(found.group(1), "utf-8")  # TypeScript that is JavaScript
+    replies, files = scenario("cut", ANTHROPIC, tmp_path)
+    expires = int(time.time()) + 600
+    assert NODE is not None
+    async with fake_provider(replies) as fake:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "ANTHROPIC_API_KEY": "k",
+            "ANTHROPIC_BASE_URL": fake.url + "/v1",
+            "TERMINUS_GATEWAY_URL": gateway.base,
+            "TERMINUS_PRODUCER_TOKEN": mint(SECRET, "s1", expires, producer=True),
+            "TERMINUS_SESSION_TOKEN": mint(SECRET, "s1", expires),
+        }
+        node = await asyncio.create_subprocess_exec(
+            NODE, "producer.mjs", cwd=app, env=env, stdout=asyncio.subprocess.PIPE
+        )
+        out, _ = await asyncio.wait_for(node.communicate(), NODE_TIMEOUT_S)
+    assert node.returncode == 0
+    assert "\nfinished: stop " in out.decode()  # the proven message's finish_reason
+    expected = simulate(files, provider="anthropic", session_id="s1", turn_id="t1")
+    stored = await session_messages(
+        gateway.redis, "s1", partitions=PARTITIONS, prefix=gateway.prefix
+    )
+    assert expected.message is not None
+    model = msgspec.structs.replace(expected.message, model="claude-sonnet-4-5")
+    assert msgspec.convert(stored, list[PersistedMessage]) == [model]
