@@ -6,20 +6,17 @@ its SDK's own stream, and the persisted message and the session's frames are wha
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import NamedTuple, cast
 
 import httpx
 import httpx2
-import msgspec
 import pytest
 from redis.asyncio import Redis
 from serving import running_worker
 
 from bench.tee import answers
-from terminus.events.outbound import AgentError, Retrying, SessionUpdate
 from terminus.service.cli.simulate import simulate
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.runner import PersistedMessage, TurnFailed, TurnRunner
@@ -30,115 +27,24 @@ from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
 from tests.support.fake_provider import Reply, fake_provider
 from tests.support.sdk_clients import SDK_CLIENTS, SdkClient, Seen
+from tests.support.tee_scenes import PROVIDERS, SSE, Answers, comparable, scenario
 
-STREAMS = Path(__file__).parents[1] / "fixtures/provider-streams"
-SSE = {"content-type": "text/event-stream"}
-JSON = {"content-type": "application/json"}
 PARTITIONS = 4
-
-
-def sse(path: str) -> bytes:
-    return (STREAMS / path).read_bytes().rstrip(b"\r\n") + b"\n\n"
-
-
-class Failure(NamedTuple):
-    """A provider's error answer: sent by the fake provider, recorded for simulate."""
-
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def reply(self) -> Reply:
-        return Reply(self.status, self.body, self.headers)
-
-    def recorded(self, path: Path) -> Path:
-        body = json.loads(self.body)
-        path.write_text(
-            json.dumps({"status_code": self.status, "headers": self.headers, "body": body})
-        )
-        return path
-
-
-ANTHROPIC_RATE = Failure(
-    429,
-    {**JSON, "retry-after": "0", "x-should-retry": "true"},
-    b'{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}',
-)
-ANTHROPIC_OVERLOADED = Failure(
-    529,
-    {**JSON, "retry-after": "0"},
-    b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
-)
-# OpenAI's error-codes guide: 429 "Rate limit reached for requests", 503 "The engine is currently
-# overloaded, please try again later"; the body is its `{"error": {...}}` object.
-OPENAI_RATE = Failure(
-    429,
-    {**JSON, "retry-after": "0"},
-    b'{"error":{"message":"Rate limit reached for requests","type":"requests",'
-    b'"param":null,"code":"rate_limit_exceeded"}}',
-)
-OPENAI_OVERLOADED = Failure(
-    503,
-    {**JSON, "retry-after": "0"},
-    b'{"error":{"message":"The engine is currently overloaded, please try again later",'
-    b'"type":"server_error","param":null,"code":null}}',
-)
-# Google's own bodies (google.rpc.Status in `error`), from the fixtures: a 429 RESOURCE_EXHAUSTED
-# with no RetryInfo (the workers' backoff decides the wait) and a 503 UNAVAILABLE, byte for byte.
-GEMINI_RATE = Failure(
-    429,
-    {"content-type": "application/json; charset=UTF-8"},
-    (STREAMS / "gemini/quota-exceeded-429-vertex-firebase-testdata.json").read_bytes(),
-)
-GEMINI_UNAVAILABLE = Failure(
-    503,
-    {"content-type": "application/json; charset=UTF-8"},
-    json.loads(
-        (STREAMS / "gemini/unavailable-503-high-demand-continue-issue-10639.json").read_text()
-    )["body"].encode(),
-)
 
 
 class Sdk(NamedTuple):
     """One official client and its provider's answers."""
 
     client: SdkClient
-    answer: bytes
-    rate_limited: Failure
-    overloaded: Failure
+    answers: Answers
 
 
 SDKS = {
-    "anthropic": Sdk(
-        SDK_CLIENTS["anthropic"],
-        sse("anthropic/text-recorded-fantasy.sse"),
-        ANTHROPIC_RATE,
-        ANTHROPIC_OVERLOADED,
-    ),
-    "openai": Sdk(
-        SDK_CLIENTS["openai"],
-        sse("openai-chat/text-stop-usage-done-recorded-fantasy.sse"),
-        OPENAI_RATE,
-        OPENAI_OVERLOADED,
-    ),
-    "google-genai": Sdk(
-        SDK_CLIENTS["google-genai"],
-        sse("gemini/multi-chunk-text-recorded-fantasy.sse"),
-        GEMINI_RATE,
-        GEMINI_UNAVAILABLE,
-    ),
+    "anthropic": Sdk(SDK_CLIENTS["anthropic"], PROVIDERS["anthropic"]),
+    "openai": Sdk(SDK_CLIENTS["openai"], PROVIDERS["openai-chat"]),
+    "google-genai": Sdk(SDK_CLIENTS["google-genai"], PROVIDERS["gemini"]),
 }
 MODES = ["async", "sync"]
-
-
-def comparable(frame: SessionUpdate) -> SessionUpdate:
-    """The frame without its cursor, and an error's reset time (the producer's clock plus the
-    delay, where simulate's clock is 0) without the clock."""
-    frame = msgspec.structs.replace(frame, cursor=None)
-    if isinstance(frame, Retrying | AgentError) and frame.error is not None:
-        error = msgspec.structs.replace(frame.error, reset_at_epoch_ms=None)
-        frame = msgspec.structs.replace(frame, error=error)
-    return frame
 
 
 @pytest.fixture
@@ -189,24 +95,6 @@ async def teed_turn(
             return await runner.run_turn(session, turn, tee.call(ask, sdk_client.provider))
 
 
-def scenario(scene: str, sdk: Sdk, tmp_path: Path) -> tuple[list[Reply], list[Path]]:
-    """The fake provider's replies for a scenario, and the same bytes as simulate's files."""
-    answer = sdk.answer
-    whole = tmp_path / "whole.sse"
-    whole.write_bytes(answer)
-    if scene == "clean":
-        return [Reply(200, answer, SSE)], [whole]
-    if scene == "cut":
-        cut = tmp_path / "cut.sse"
-        cut.write_bytes(answer[: len(answer) // 2])
-        return [Reply(200, answer, SSE, cut_at=len(answer) // 2), Reply(200, answer, SSE)], [
-            cut,
-            whole,
-        ]
-    error = sdk.rate_limited.recorded(tmp_path / "429.json")
-    return [sdk.rate_limited.reply(), Reply(200, answer, SSE)], [error, whole]
-
-
 @pytest.mark.parametrize("scene", ["clean", "cut", "429"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", list(SDKS))
@@ -220,7 +108,7 @@ async def test_a_teed_sdk_turn_is_what_simulate_gives(
     scene: str,
 ) -> None:
     sdk = SDKS[name]
-    replies, files = scenario(scene, sdk, tmp_path)
+    replies, files = scenario(scene, sdk.answers, tmp_path)
     session, turn = f"s-tee-{name}-{mode}-{scene}", f"t-tee-{name}-{mode}-{scene}"
     app = App([], [])
     message = await teed_turn(runner, sdk, mode, replies, (session, turn), app)
@@ -240,22 +128,20 @@ async def test_a_provider_overloaded_until_the_cap_fails_the_turn_as_simulate_sa
 ) -> None:
     sdk = SDKS[name]
     session, turn = f"s-tee-{name}-{mode}-busy", f"t-tee-{name}-{mode}-busy"
-    recorded = sdk.overloaded.recorded(tmp_path / "overloaded.json")
+    replies, files = scenario("overloaded", sdk.answers, tmp_path)
     app = App([], [])
     with pytest.raises(TurnFailed) as failed:
-        await teed_turn(runner, sdk, mode, [sdk.overloaded.reply()] * 3, (session, turn), app)
+        await teed_turn(runner, sdk, mode, replies, (session, turn), app)
     assert failed.value.error.type == "provider_unavailable"
     assert app.calls == [1, 2, 3]
-    expected = simulate(
-        [recorded] * 3, provider=sdk.client.provider, session_id=session, turn_id=turn
-    )
+    expected = simulate(files, provider=sdk.client.provider, session_id=session, turn_id=turn)
     assert expected.state == "failed"
     frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
     assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]
 
 
 async def test_requests_outside_a_turn_pass_through(admin_redis: Redis, prefix: str) -> None:
-    answer = SDKS["anthropic"].answer
+    answer = PROVIDERS["anthropic"].answer
     tee = TeeTransport(httpx.AsyncHTTPTransport())
     async with (
         fake_provider([Reply(200, answer, SSE)]) as fake,

@@ -4,10 +4,14 @@
 export type * from "./contract.js";
 export { cursorAfter } from "./cursor.js";
 export {
+  NoDecision,
   SourceUnavailable,
   SubscriberError,
   SubscriptionDenied,
   SubscriptionRefused,
+  TurnCancelled,
+  TurnFailed,
+  TurnRefused,
   UnreadableFrame,
 } from "./errors.js";
 export { LivePart, LiveSession, LiveTurn } from "./live.js";
@@ -21,9 +25,11 @@ export type {
   UiStreamMode,
   UiStreamOptions,
 } from "./route.js";
-export { SseParser } from "./sse.js";
+export { eventsOf, SseParser } from "./sse.js";
 export type { ServerSentEvent } from "./sse.js";
-export { DEFAULT_BACKOFF, retryAfter, subscribe } from "./subscribe.js";
-export type { Backoff, SubscribeOptions } from "./subscribe.js";
+export { DEFAULT_BACKOFF, retryAfter } from "./backoff.js";
+export type { Backoff } from "./backoff.js";
+export { subscribe } from "./subscribe.js";
+export type { SubscribeOptions } from "./subscribe.js";
 export { decoded, KINDS, UnknownFrames } from "./update.js";
 export type { FrameKind, Update } from "./update.js";

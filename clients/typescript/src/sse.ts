@@ -2,6 +2,7 @@
 // over a fetch body: any chunking, \r\n, \r or \n line ends (also split across chunks), comments,
 // multi-line data, a leading BOM. An event is dispatched at its blank line only: a stream cut
 // before it loses the event, and the client resumes from the last id it received.
+import { Interrupted } from "./backoff.js";
 
 export interface ServerSentEvent {
   id: string;
@@ -68,5 +69,26 @@ export class SseParser {
     if (name === "data") this.data.push(value);
     else if (name === "event") this.event = value;
     else if (name === "id" && !value.includes("\u0000")) this.lastId = value;
+  }
+}
+
+/** The events of `body` as each completes; a read that fails throws `Interrupted`. The body is
+ * cancelled when the caller stops early. */
+export async function* eventsOf(body: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent, void, undefined> {
+  const parser = new SseParser();
+  const reader = body.getReader();
+  try {
+    while (true) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (error) {
+        throw new Interrupted(String(error));
+      }
+      yield* chunk.done ? parser.finish() : parser.feed(chunk.value);
+      if (chunk.done) return;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
   }
 }

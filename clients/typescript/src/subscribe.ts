@@ -1,19 +1,11 @@
 // A session's updates from a terminus gateway, in order, each exactly once, across cuts: the
 // Python SDK's `subscribe` with a `GatewaySource` (service/sdk/subscriber.py), on fetch, so it
 // runs in browsers and in Node 20.
-import { SourceUnavailable, SubscriptionDenied, SubscriptionRefused } from "./errors.js";
-import { SseParser } from "./sse.js";
+import { type Backoff, check, DEFAULT_BACKOFF, Interrupted, Retry, withSlash } from "./backoff.js";
+import { eventsOf } from "./sse.js";
 import { decoded, UnknownFrames, type Update } from "./update.js";
 
-/** Delays between reconnects: doubling from `initialS` up to `maxS`, with jitter; after
- * `giveUpAfterS` of failures in a row (null: never) `SourceUnavailable` is thrown. */
-export interface Backoff {
-  initialS: number;
-  maxS: number;
-  giveUpAfterS: number | null;
-}
-
-export const DEFAULT_BACKOFF: Backoff = { initialS: 0.05, maxS: 5, giveUpAfterS: null };
+export { type Backoff, DEFAULT_BACKOFF, retryAfter } from "./backoff.js";
 
 export interface SubscribeOptions {
   /** The session to follow; the token must grant it. */
@@ -32,15 +24,6 @@ export interface SubscribeOptions {
   /** Where frames of a kind this client does not know (a newer server's) are counted and
    * reported; by default one per subscription, warning once per kind on the console. */
   unknownFrames?: UnknownFrames;
-}
-
-class Interrupted extends Error {
-  constructor(
-    reason: string,
-    readonly retryAfterS: number | null = null,
-  ) {
-    super(reason);
-  }
 }
 
 /** The session's updates after `cursor`, then live ones, resuming by itself (with the
@@ -99,99 +82,8 @@ async function* read(
   }
   await check(response);
   if (response.body === null) throw new Interrupted("no body");
-  const parser = new SseParser();
-  const reader = response.body.getReader();
-  try {
-    while (true) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (error) {
-        throw new Interrupted(String(error));
-      }
-      const events = chunk.done ? parser.finish() : parser.feed(chunk.value);
-      for (const event of events) {
-        const update = event.data ? decoded(event.id, event.data, unknown) : null;
-        if (update !== null) yield update;
-      }
-      if (chunk.done) return;
-    }
-  } finally {
-    await reader.cancel().catch(() => undefined);
+  for await (const event of eventsOf(response.body)) {
+    const update = event.data ? decoded(event.id, event.data, unknown) : null;
+    if (update !== null) yield update;
   }
-}
-
-async function check(response: Response): Promise<void> {
-  const status = response.status;
-  if (status === 200) return;
-  const reason = await reasonOf(response);
-  if (status === 401 || status === 403) throw new SubscriptionDenied(status, reason);
-  if (status === 429) throw new Interrupted(`429: ${reason}`, retryAfter(response.headers.get("retry-after")));
-  if (status >= 300 && status < 500) throw new SubscriptionRefused(status, reason);
-  throw new Interrupted(`${status}: ${reason}`);
-}
-
-async function reasonOf(response: Response): Promise<string> {
-  const body = (await response.text().catch(() => "")).slice(0, 500);
-  try {
-    const error = (JSON.parse(body) as { error?: unknown }).error;
-    if (error !== undefined) return String(error);
-  } catch {
-    // not JSON: the body itself says it
-  }
-  return body || response.statusText;
-}
-
-/** Seconds to wait from a `Retry-After` header: delay-seconds or an HTTP date. */
-export function retryAfter(value: string | null, now: number = Date.now()): number | null {
-  if (value === null) return null;
-  if (/^\s*\d+\s*$/.test(value)) return Number(value);
-  const when = Date.parse(value);
-  return Number.isNaN(when) ? null : Math.max(0, (when - now) / 1000);
-}
-
-function withSlash(base: string): string {
-  return base.endsWith("/") ? base : `${base}/`;
-}
-
-/** Exponential backoff with equal jitter, reset by every update received. */
-class Retry {
-  private failures = 0;
-  private since: number | null = null;
-
-  constructor(
-    private readonly backoff: Backoff,
-    private readonly signal: AbortSignal | undefined,
-  ) {}
-
-  reset(): void {
-    this.failures = 0;
-    this.since = null;
-  }
-
-  async wait(cursor: string | null, error: Interrupted | null): Promise<void> {
-    const now = Date.now() / 1000;
-    this.since ??= now;
-    const limit = this.backoff.giveUpAfterS;
-    if (limit !== null && now - this.since > limit) {
-      throw new SourceUnavailable(cursor, now - this.since);
-    }
-    const ceiling = Math.min(this.backoff.maxS, this.backoff.initialS * 2 ** this.failures);
-    this.failures += 1;
-    let delay = ceiling / 2 + Math.random() * (ceiling / 2);
-    if (error?.retryAfterS != null) delay = Math.max(delay, error.retryAfterS);
-    await sleep(delay, this.signal);
-  }
-}
-
-function sleep(seconds: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, seconds * 1000);
-    function done(): void {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    }
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }
