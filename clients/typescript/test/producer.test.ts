@@ -34,6 +34,9 @@ class Gateway {
   reads: (string | null)[] = [];
   entries: { id: string; command: ProducerCommand }[] = [];
   commandFailures: ("503" | "cut")[] = [];
+  /** A decision the workers make while the attempt still streams in: written once `body` holds
+   * what it waits for (the provider's last event), before the POST ends. */
+  streaming: { until: string; command: ProducerCommand } | null = null;
 
   constructor(readonly answer: (post: Posted, n: number) => number | ProducerCommand | null) {}
 
@@ -56,7 +59,13 @@ class Gateway {
   private async attempt(request: IncomingMessage, response: ServerResponse): Promise<void> {
     assert.equal(request.headers.authorization, "Bearer producer");
     let body = "";
-    for await (const chunk of request) body += String(chunk);
+    for await (const chunk of request) {
+      body += String(chunk);
+      if (this.streaming !== null && body.includes(this.streaming.until)) {
+        this.write(this.streaming.command);
+        this.streaming = null;
+      }
+    }
     const post = { headers: request.headers, body };
     this.posts.push(post);
     const from = `5-${this.entries.length}`;
@@ -290,4 +299,49 @@ test("split: the app leaving ends the gateway's copy where it stopped reading", 
   const { app, gateway } = split(new Response("abc").body);
   await app.cancel();
   assert.equal(await new Response(gateway).text(), "");
+});
+
+test("a decision on the attempt's proof lets a slow app read its stream to its end", { timeout: 10_000 }, async () => {
+  // The provider sends its last event and closes a little later; the workers conclude the turn
+  // as soon as the gateway has that event, while the app, slower than both, still reads. Aborting
+  // the request then errors the body under it (the abort of a fetch errors a body not yet at its
+  // end): an SDK reading it fails after the answer's last event, as the AI SDK's streamText does
+  // (no finish). The app must see its stream end as the provider ended it.
+  const gateway = new Gateway(() => null);
+  gateway.streaming = { until: "data: stop", command: concluded("finished") };
+  const pieces = ["data: a\n\n", "data: b\n\n", "data: stop\n\n"];
+  const slowToClose: typeof fetch = async (_, init) => {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const piece of pieces) controller.enqueue(new TextEncoder().encode(piece));
+        const closing = setTimeout(() => controller.close(), 200);
+        init?.signal?.addEventListener("abort", () => {
+          clearTimeout(closing);
+          controller.error(new DOMException("aborted", "AbortError"));
+        });
+      },
+    });
+    return new Response(body);
+  };
+  const fetcher = terminusFetch({ fetch: slowToClose });
+  const seen: string[] = [];
+  let ended = "";
+  await serving(gateway, async (options) => {
+    const message = await runTurn(options, async () => {
+      const response = await fetcher("https://api.example/v1/messages", { method: "POST", body: "{}" });
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      try {
+        for (let read = await reader.read(); !read.done; read = await reader.read()) {
+          seen.push(new TextDecoder().decode(read.value));
+          await new Promise((resolve) => setTimeout(resolve, 50)); // the app's work on each piece
+        }
+        ended = "at the provider's end";
+      } catch (error) {
+        ended = `failed: ${String(error)}`;
+      }
+    });
+    assert.deepEqual(message, MESSAGE);
+  });
+  assert.equal(seen.join(""), pieces.join(""));
+  assert.equal(ended, "at the provider's end");
 });

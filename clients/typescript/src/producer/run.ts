@@ -5,7 +5,8 @@
 //
 // 1. While the attempt runs, the turn's commands are watched from the last decision's id, so a
 //    decision that comes first (a cancel, the stall timer's retry) aborts the request: the
-//    workers no longer want it. The first attempt has no such id yet; its watch starts where
+//    workers no longer want it. A decision made on the attempt's proof (the end, a next step)
+//    lets the app read its stream to the end first, for up to `settleS`. The first attempt has no such id yet; its watch starts where
 //    the gateway opens the stream, and is replaced, once the attempt is published, by a read
 //    from the attempt's `commands_from`, the exact position noted before its first event.
 // 2. After the attempt, its decision: a retry waits `delay_ms` from when it is read (a decision
@@ -18,7 +19,13 @@
 //    workers decide a retry), or, if the first POST got through after all (409), its decision
 //    is read from the last position known.
 import { type Backoff, DEFAULT_BACKOFF, sleep } from "../backoff.js";
-import type { CompactionRequired, PersistedMessage, ToolsRequired, TurnConcluded } from "../contract.js";
+import type {
+  CompactionRequired,
+  PersistedMessage,
+  ProducerCommand,
+  ToolsRequired,
+  TurnConcluded,
+} from "../contract.js";
 import { NoDecision, SubscriptionRefused, TurnCancelled, TurnFailed, TurnRefused } from "../errors.js";
 import { type Decision, nextDecision } from "./commands.js";
 import { type Posted, type TurnEvent, TurnRoutes } from "./gateway.js";
@@ -63,6 +70,8 @@ export interface RunTurnOptions {
   onCompaction?: (required: CompactionRequired) => Promise<void>;
   /** Bounds each wait for a decision after an attempt (default: none); past it, `NoDecision`. */
   decisionTimeoutS?: number;
+  /** How long the app may go on reading a stream whose end the workers proved (default 10 s). */
+  settleS?: number;
   backoff?: Partial<Backoff>;
   /** The fetch that reaches the gateway (default: the global one). */
   fetch?: typeof globalThis.fetch;
@@ -71,6 +80,26 @@ export interface RunTurnOptions {
 export type AttemptFunction = (attempt: Attempt) => Promise<unknown>;
 
 const CANNOT_CONTINUE = "the runner cannot send this provider's continuation";
+const SETTLE_S = 10;
+
+/** Whether the workers decided on the attempt's terminal proof: its stream is complete. */
+function onProof(command: ProducerCommand): boolean {
+  if (command.type === "turn_concluded") return command.state === "finished";
+  return command.type === "tools_required" || command.type === "continuation_required";
+}
+
+/** Until `work` settles, or `ms` have passed. */
+async function settled(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  try {
+    await Promise.race([work.then(() => undefined, () => undefined), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 interface Plan {
   step: number;
@@ -162,6 +191,10 @@ class Run {
       },
     );
     if ("d" in first) {
+      // A decision made on the attempt's proof can come while the app still reads its stream
+      // (the gateway publishes what it is sent before the app has read it all): let the app
+      // read to the end, for up to `settleS`. Any other decision stops the request now.
+      if (onProof(first.d.command)) await settled(made, (this.options.settleS ?? SETTLE_S) * 1000);
       recording.abort.abort();
       await made.catch(() => undefined);
       return first.d;
