@@ -121,11 +121,19 @@ async def measure(
     redis: Redis, publish: Publish, streams: Sequence[str], probe: Probe, rate: float
 ) -> Measured:
     """Run producer and reader together until the reader saw every marker (or gave up)."""
+    return await measure_driven(redis, lambda: paced(publish, probe, rate), streams, probe)
+
+
+async def measure_driven(
+    redis: Redis, drive: Callable[[], Awaitable[float]], streams: Sequence[str], probe: Probe
+) -> Measured:
+    """`measure` with any producer: `drive` publishes the probe's events, noting their send
+    times and `probe.start`, and returns the seconds it took."""
     stop = asyncio.Event()
     cpu, usage, machine = _cpu_s(), await server_usage(redis), machine_busy_s()
     reader = asyncio.create_task(read_all(redis, streams, probe, stop))
     try:
-        seconds = await paced(publish, probe, rate)
+        seconds = await drive()
         await asyncio.wait_for(asyncio.shield(reader), SETTLE_S)
     except TimeoutError:
         pass
