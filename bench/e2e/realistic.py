@@ -20,11 +20,12 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from time import perf_counter
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
+import msgspec
 from redis.asyncio import Redis
 
-from bench.common.percentiles import percentiles
+from bench.common.percentiles import p99_by_second, percentiles
 from bench.common.redis_ops import outcome, publish_all, wait_drained, wait_owned
 from bench.e2e import latency as lat
 from bench.e2e.arrivals import Model
@@ -50,6 +51,8 @@ async def publishing(run: Run) -> AsyncIterator[Redis]:
     size = max(CONNECTIONS_MIN, CONNECTIONS_PER_TURN * run.args.turns)
     redis = connect(run.url, cluster=run.args.cluster, max_connections=size)
     try:
+        # Connected before the clock starts, or the first second measures connection set-up.
+        await asyncio.gather(*(redis.ping() for _ in range(2 * run.args.turns)))
         yield redis
     finally:
         await redis.aclose()
@@ -62,6 +65,7 @@ class Player:
     def __init__(self, schedule: Schedule, publish: lat.Publish, probe: lat.Probe) -> None:
         self.schedule, self.publish, self.probe = schedule, publish, probe
         self.late_s: list[float] = []
+        self.due_s: list[float] = []  # when each publish was due, seconds into the run
 
     async def __call__(self) -> float:
         self.probe.start = start = perf_counter()
@@ -76,6 +80,7 @@ class Player:
                 await asyncio.sleep(delay)
             now = perf_counter()
             self.late_s.append(now - start - p.at_s)
+            self.due_s.append(p.at_s)
             self.probe.sent[p.first : p.first + p.size] = [now] * p.size
             await self.publish(events[p.first : p.first + p.size])
 
@@ -86,11 +91,19 @@ async def realistic_phase(run: Run) -> dict[str, Any]:
     schedule = build(Model(turns=args.turns, seconds=args.seconds), args.seed)
     watched = schedule.sessions[::WATCH_EVERY]
     base = await _baseline(run, schedule, watched)
-    ours, late_s, worker_cpu, frames = await _through_worker(run, schedule, watched)
-    return realistic_report(schedule, ours, base, late_s, worker_cpu, frames)
+    ours, worker_cpu, left = await _through_worker(run, schedule, watched)
+    return realistic_report(schedule, ours, base, worker_cpu, left)
 
 
-async def _baseline(run: Run, schedule: Schedule, watched: list[str]) -> lat.Measured:
+class Played(NamedTuple):
+    """What the reader measured, and how late the player published."""
+
+    measured: lat.Measured
+    late_s: list[float]
+    due_s: list[float]
+
+
+async def _baseline(run: Run, schedule: Schedule, watched: list[str]) -> Played:
     """The schedule XADDed straight to the session streams the reader follows."""
     prefix, partitions = run.new_prefix("real-base"), run.args.partitions
     probe = lat.Probe(schedule.events, watched, WARMUP_S)
@@ -99,23 +112,23 @@ async def _baseline(run: Run, schedule: Schedule, watched: list[str]) -> lat.Mea
         player = Player(schedule, lat.direct(redis, partitions, prefix), probe)
         measured = await lat.measure_driven(run.redis, player, streams, probe)
     await run.drop_keys()
-    return measured
+    return Played(measured, player.late_s, player.due_s)
 
 
 async def _through_worker(
     run: Run, schedule: Schedule, watched: list[str]
-) -> tuple[lat.Measured, list[float], float | None, dict[str, int]]:
+) -> tuple[Played, float | None, dict[str, int]]:
     """The schedule through one worker: its latencies, how late publishes went out, the
     worker's CPU seconds, and the frames, dead letters and open turns it left."""
     prefix, partitions = run.new_prefix("real"), run.args.partitions
     async with publishing(run) as client:
-        producer = Producer(client, partitions=partitions, prefix=prefix)
+        producer = await Producer(client, partitions=partitions, prefix=prefix).ready()
         probe = lat.Probe(schedule.events, watched, WARMUP_S)
         player = Player(schedule, producer.publish, probe)
         streams = lat.session_streams(watched, partitions, prefix)
         measured, worker_cpu, left = await _played(run, player, streams, prefix)
     await run.drop_keys()
-    return measured, player.late_s, worker_cpu, left
+    return Played(measured, player.late_s, player.due_s), worker_cpu, left
 
 
 async def _played(
@@ -131,7 +144,8 @@ async def _played(
         before = await outcome(redis, schedule.sessions, partitions, prefix)
         await asyncio.sleep(0.5)  # let every partition owner reach its blocking read
         meter = await Meter(redis, pool).start()
-        measured = await lat.measure_driven(redis, player, streams, player.probe)
+        since = await server_now(redis)  # the prelude's frames are not the reader's to read
+        measured = await lat.measure_driven(redis, player, streams, player.probe, since)
         tails = await inbound_tails(redis, prefix, partitions)
         await wait_drained(redis, tails, timeout_s, pool.check_alive)
         worker_cpu = (await meter.read()).worker_cpu_s
@@ -157,6 +171,12 @@ async def _published(
     await wait_drained(redis, tails, timeout_s, check)
 
 
+async def server_now(redis: Redis) -> str:
+    """An entry id older than any entry appended from now on: ids follow the server's clock."""
+    seconds, micros = await redis.time()
+    return f"{seconds * 1000 + micros // 1000 - 1}-0"
+
+
 async def inbound_tails(redis: Redis, prefix: str, partitions: int) -> dict[str, bytes]:
     """The last entry id of every inbound log that has one."""
     tails: dict[str, bytes] = {}
@@ -170,18 +190,17 @@ async def inbound_tails(redis: Redis, prefix: str, partitions: int) -> dict[str,
 
 def realistic_report(
     schedule: Schedule,
-    ours: lat.Measured,
-    base: lat.Measured,
-    late_s: list[float],
+    played: Played,
+    raw: Played,
     worker_cpu: float | None,
     left: dict[str, int],
 ) -> dict[str, Any]:
-    tokens, model = schedule.tokens, schedule.model
-    redis, raw = ours.server.cpu_s * 1e6 / tokens, base.server.cpu_s * 1e6 / tokens
+    tokens, model, ours, base = schedule.tokens, schedule.model, played.measured, raw.measured
+    redis, raw_redis = ours.server.cpu_s * 1e6 / tokens, base.server.cpu_s * 1e6 / tokens
     worker = None if worker_cpu is None else worker_cpu * 1e6 / tokens
     ours_ms, base_ms = percentiles(ours.latencies), percentiles(base.latencies)
     report: dict[str, Any] = {
-        "realistic_model": model,
+        "realistic_model": msgspec.to_builtins(model),
         "realistic_producer": PRODUCER,
         "realistic_turns": model.turns,
         "realistic_concurrent_turns": schedule.concurrency,
@@ -198,11 +217,13 @@ def realistic_report(
         "realistic_frames_per_token": left["frames"] / tokens,
         "realistic_worker_cpu_us_per_token": worker,
         "realistic_redis_cpu_us_per_token": redis,
-        "realistic_raw_redis_cpu_us_per_token": raw,
-        "realistic_net_cpu_us_per_token": None if worker is None else worker + redis - raw,
+        "realistic_raw_redis_cpu_us_per_token": raw_redis,
+        "realistic_net_cpu_us_per_token": None if worker is None else worker + redis - raw_redis,
         "realistic_redis_script_us_per_token": ours.server.usec("evalsha", "eval") / tokens,
         "realistic_bench_cpu_us_per_token": ours.bench_cpu_s * 1e6 / tokens,
-        "realistic_late_p99_ms": percentiles(late_s)["p99"],
+        "realistic_late_p99_ms": percentiles(played.late_s)["p99"],
+        "realistic_raw_late_p99_ms": percentiles(raw.late_s)["p99"],
+        "realistic_late_p99_by_second_ms": p99_by_second(played.late_s, played.due_s),
         "realistic_samples": len(ours.latencies),
         "realistic_warmup_s": WARMUP_S,
         "realistic_unseen": ours.unseen,

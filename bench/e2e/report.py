@@ -225,7 +225,7 @@ def realistic(r: dict[str, Any]) -> list[str]:
         f"{r['realistic_seconds']:.1f} s over {r['realistic_sessions']} sessions; seed {r['seed']}",
         f"  {r['realistic_tokens']:,} provider tokens ({_rate(r['realistic_tokens_per_s'])}/s) in "
         f"{r['realistic_reads']:,} network reads ({r['realistic_tokens_per_read']:.2f} tokens "
-        f"a read); decode {m.rate_bounds[0]:.0f}-{m.rate_bounds[1]:.0f} tokens/s a turn",
+        f"a read); decode {m['rate_bounds'][0]:.0f}-{m['rate_bounds'][1]:.0f} tokens/s a turn",
         f"  producer: {r['realistic_producer']}; "
         f"{r['realistic_entries_per_token']:.3f} entries and "
         f"{r['realistic_frames_per_token']:.3f} frames per token",
@@ -250,8 +250,11 @@ def realistic(r: dict[str, Any]) -> list[str]:
         f"{'added':<34}{_ms(r['realistic_added_p50_ms']):>9}"
         f"{_ms(r['realistic_added_p99_ms']):>9}{_ms(r['realistic_added_p999_ms']):>10}",
         f"{r['realistic_samples']:,} delta frames after {r['realistic_warmup_s']:.0f} s warm-up; "
-        f"publishes late by {r['realistic_late_p99_ms']:.1f} ms at p99; "
+        f"publishes late by {r['realistic_late_p99_ms']:.1f} ms at p99 "
+        f"({r['realistic_raw_late_p99_ms']:.1f} in the raw loop); "
         f"{r['realistic_dead_letters']} dead letters; {r['realistic_redis_forks']} AOF rewrite(s)",
+        "p99 ms late of each second: "
+        + " ".join(f"{v:.0f}" for v in r["realistic_late_p99_by_second_ms"]),
     ]
 
 
