@@ -4,6 +4,7 @@
                         [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
                         [--rate EVENTS_PER_S] [--no-latency] [--no-by-rate] [--no-peer]
                         [--rates R1,R2,...] [--traces] [--sink]
+    python -m bench.e2e --realistic [--turns 100] [--seconds 20] [--seed 1] [--json]
 
 (a) raw: the workload's entries XADDed (pipelined), then drained by XREADGROUP COUNT batch + XACK
     with no processing, one task per partition; (a) and (b) are best of `--repeat` runs;
@@ -21,6 +22,10 @@
 (t) with `--traces`, only this: the 1-worker drain of (b) without and with a `terminus traces`
     follower beside the worker, exporting every turn's spans over OTLP/HTTP to a receiver in this
     process that counts them and keeps nothing (bench.e2e.traced), alternating, `--repeat` each.
+(r) with `--realistic`, only this: `--turns` concurrent turns streaming provider tokens in
+    network reads, with time to first token, decode rates and bursts (bench.e2e.arrivals), for
+    `--seconds`, straight to the session streams and through one worker: CPU per provider
+    token, frames and entries per token, and the latency added (bench.e2e.realistic).
 
 Redis is a private redis-server with AOF (appendfsync everysec, as in production) in a temporary
 directory, unless `--redis-url` names one. Each phase's keys are deleted once it is measured.
@@ -45,6 +50,7 @@ from redis.utils import HIREDIS_AVAILABLE
 from bench.common.procs import WorkerDied, raise_on_sigterm, redis_url
 from bench.e2e.by_rate import by_rate_phase
 from bench.e2e.phases import PEER, Run, drain_phase, latency_phase, raw_phase
+from bench.e2e.realistic import DEFAULT_SECONDS, DEFAULT_TURNS, realistic_phase
 from bench.e2e.report import table
 from bench.e2e.sinking import sink_phase
 from bench.e2e.traced import traces_phase
@@ -54,6 +60,7 @@ from terminus.service.redis.connect import connect
 
 TARGET_EVENTS_PER_S: Final = 50_000
 TARGET_P99_MS: Final = 10.0
+LATENCY_SECONDS: Final = 10.0
 DESCRIPTION: Final = "End-to-end throughput and latency of terminus against raw Redis."
 
 
@@ -69,6 +76,8 @@ async def best_of(
 
 async def measure_all(run: Run) -> dict[str, Any]:
     args = run.args
+    if args.realistic:
+        return await machine(run) | await realistic_phase(run)
     events = sized(args.seed, args.events, args.deltas)
     report = await environment(run, events)
     if args.rate:
@@ -111,7 +120,8 @@ async def drains(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
     return report
 
 
-async def environment(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
+async def machine(run: Run) -> dict[str, Any]:
+    """What every report starts with: the interpreter, the machine, Redis and the settings."""
     info: dict[str, Any] = await run.redis.info("server")
     return {
         "python": sys.version.split()[0],
@@ -120,14 +130,19 @@ async def environment(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any
         "redis_version": info.get("redis_version"),
         "redis": run.args.redis_url or _private(run.args.cluster),
         "cluster": run.args.cluster,
-        "events": len(events),
-        "expected_frames": expected_frames(events),
         "partitions": run.args.partitions,
         "batch_size": run.args.batch_size,
         "worker_env": run.args.worker_env,
+        "seed": run.args.seed,
+    }
+
+
+async def environment(run: Run, events: Sequence[InboundEvent]) -> dict[str, Any]:
+    return await machine(run) | {
+        "events": len(events),
+        "expected_frames": expected_frames(events),
         "latency_producer": run.args.producer,
         "deltas": run.args.deltas,
-        "seed": run.args.seed,
         "repeat": run.args.repeat,
         "target_events_per_s_per_worker": TARGET_EVENTS_PER_S,
         "target_p99_ms": TARGET_P99_MS,
@@ -171,7 +186,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--partitions", type=int, default=16, help="partitions P")
     parser.add_argument("--batch-size", type=int, default=512, help="TERMINUS_BATCH_SIZE")
     parser.add_argument("--deltas", type=int, default=100, help="mean text deltas per attempt")
-    parser.add_argument("--seconds", type=float, default=10.0, help="length of the latency run")
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=None,
+        help=f"length of the latency run (default {LATENCY_SECONDS:.0f}), or of the realistic "
+        f"one (default {DEFAULT_SECONDS:.0f})",
+    )
     parser.add_argument(
         "--load", type=float, default=0.5, help="latency run's rate, share of the 1-worker rate"
     )
@@ -229,8 +250,23 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="only the 1-worker drain without and with a `terminus traces` follower exporting "
         "spans (the `otel` extra), alternating; their ratio",
     )
+    parser.add_argument(
+        "--realistic",
+        action="store_true",
+        help="only the realistic workload: concurrent turns streaming provider tokens in "
+        "network reads, raw loop and one worker; costs per provider token (bench.e2e.realistic)",
+    )
+    parser.add_argument(
+        "--turns",
+        type=int,
+        default=DEFAULT_TURNS,
+        help="turns in flight at once, on average, in the realistic workload",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.seconds is None:
+        args.seconds = DEFAULT_SECONDS if args.realistic else LATENCY_SECONDS
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> None:

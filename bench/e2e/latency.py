@@ -80,9 +80,12 @@ async def paced(publish: Publish, probe: Probe, rate: float) -> float:
     return perf_counter() - start
 
 
-async def read(redis: Redis, streams: Sequence[str], probe: Probe, stop: asyncio.Event) -> None:
-    """XREAD the streams from their start until every marker is seen or `stop` is set."""
-    cursors = dict.fromkeys(streams, "0-0")
+async def read(
+    redis: Redis, streams: Sequence[str], probe: Probe, stop: asyncio.Event, since: str = "0-0"
+) -> None:
+    """XREAD the streams after entry id `since` (from their start by default) until every
+    marker is seen or `stop` is set."""
+    cursors = dict.fromkeys(streams, since)
     while probe.pending and not stop.is_set():
         reply = await xread(redis, cursors, READ_COUNT, READ_BLOCK_MS)
         now = perf_counter()
@@ -92,15 +95,17 @@ async def read(redis: Redis, streams: Sequence[str], probe: Probe, stop: asyncio
                 probe.seen(fields.get(FIELD, b""), now)
 
 
-async def read_all(redis: Redis, streams: Sequence[str], probe: Probe, stop: asyncio.Event) -> None:
+async def read_all(
+    redis: Redis, streams: Sequence[str], probe: Probe, stop: asyncio.Event, since: str = "0-0"
+) -> None:
     """`read` over all streams at once; on a cluster, one `read` per slot (XREAD names keys of
     one slot only), run side by side."""
     if not is_cluster(redis):
-        return await read(redis, streams, probe, stop)
+        return await read(redis, streams, probe, stop, since)
     slots: dict[int, list[str]] = {}
     for stream in streams:
         slots.setdefault(cast(RedisCluster, redis).keyslot(stream), []).append(stream)
-    await asyncio.gather(*(read(redis, group, probe, stop) for group in slots.values()))
+    await asyncio.gather(*(read(redis, group, probe, stop, since) for group in slots.values()))
     return None
 
 
@@ -121,11 +126,24 @@ async def measure(
     redis: Redis, publish: Publish, streams: Sequence[str], probe: Probe, rate: float
 ) -> Measured:
     """Run producer and reader together until the reader saw every marker (or gave up)."""
+    return await measure_driven(redis, lambda: paced(publish, probe, rate), streams, probe)
+
+
+async def measure_driven(
+    redis: Redis,
+    drive: Callable[[], Awaitable[float]],
+    streams: Sequence[str],
+    probe: Probe,
+    since: str = "0-0",
+) -> Measured:
+    """`measure` with any producer: `drive` publishes the probe's events, noting their send
+    times and `probe.start`, and returns the seconds it took. The reader starts after entry
+    id `since`."""
     stop = asyncio.Event()
     cpu, usage, machine = _cpu_s(), await server_usage(redis), machine_busy_s()
-    reader = asyncio.create_task(read_all(redis, streams, probe, stop))
+    reader = asyncio.create_task(read_all(redis, streams, probe, stop, since))
     try:
-        seconds = await paced(publish, probe, rate)
+        seconds = await drive()
         await asyncio.wait_for(asyncio.shield(reader), SETTLE_S)
     except TimeoutError:
         pass

@@ -32,11 +32,17 @@ def _ms(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.2f}"
 
 
-def header(r: dict[str, Any]) -> list[str]:
-    return [
+def machine(r: dict[str, Any]) -> str:
+    return (
         f"terminus end-to-end benchmark: Python {r['python']} (redis-py parser: "
         f"{'hiredis' if r['hiredis'] else 'pure Python'}), Redis {r['redis_version']} "
-        f"({r['redis']})",
+        f"({r['redis']})"
+    )
+
+
+def header(r: dict[str, Any]) -> list[str]:
+    return [
+        machine(r),
         f"workload: {r['events']:,} events ({r['expected_frames']:,} frames expected), "
         f"{r['deltas']} deltas/attempt, seed {r['seed']}; {r['partitions']} partitions, "
         f"batch {r['batch_size']}"
@@ -210,7 +216,51 @@ def traces(r: dict[str, Any]) -> list[str]:
     ]
 
 
+def realistic(r: dict[str, Any]) -> list[str]:
+    """`--realistic`: costs per provider token and added latency under concurrent turns."""
+    m = r["realistic_model"]
+    return [
+        f"realistic workload: {r['realistic_concurrent_turns']:.0f} turns in flight on average "
+        f"(--turns {r['realistic_turns']}), {r['realistic_turns_started']} started in "
+        f"{r['realistic_seconds']:.1f} s over {r['realistic_sessions']} sessions; seed {r['seed']}",
+        f"  {r['realistic_tokens']:,} provider tokens ({_rate(r['realistic_tokens_per_s'])}/s) in "
+        f"{r['realistic_reads']:,} network reads ({r['realistic_tokens_per_read']:.2f} tokens "
+        f"a read); decode {m['rate_bounds'][0]:.0f}-{m['rate_bounds'][1]:.0f} tokens/s a turn",
+        f"  producer: {r['realistic_producer']}; "
+        f"{r['realistic_entries_per_token']:.3f} entries and "
+        f"{r['realistic_frames_per_token']:.3f} frames per token",
+        "",
+        f"{'CPU µs per provider token':<34}{'worker':>9}{'redis':>9}{'raw rd':>9}{'net':>9}"
+        f"{'script':>9}{'bench':>9}",
+        f"{'one worker':<34}{_us(r['realistic_worker_cpu_us_per_token']):>9}"
+        f"{_us(r['realistic_redis_cpu_us_per_token']):>9}"
+        f"{_us(r['realistic_raw_redis_cpu_us_per_token']):>9}"
+        f"{_us(r['realistic_net_cpu_us_per_token']):>9}"
+        f"{_us(r['realistic_redis_script_us_per_token']):>9}"
+        f"{_us(r['realistic_bench_cpu_us_per_token']):>9}",
+        "",
+        f"{'latency, publish -> frame visible':<34}{'p50 ms':>9}{'p99 ms':>9}{'p99.9 ms':>10}"
+        f"{'max ms':>9}{'unseen':>8}",
+        f"{'raw loop (XADD -> XREAD)':<34}{_ms(r['realistic_raw_p50_ms']):>9}"
+        f"{_ms(r['realistic_raw_p99_ms']):>9}{_ms(r['realistic_raw_p999_ms']):>10}"
+        f"{_ms(r['realistic_raw_max_ms']):>9}{r['realistic_raw_unseen']:>8}",
+        f"{'terminus, 1 worker':<34}{_ms(r['realistic_p50_ms']):>9}{_ms(r['realistic_p99_ms']):>9}"
+        f"{_ms(r['realistic_p999_ms']):>10}{_ms(r['realistic_max_ms']):>9}"
+        f"{r['realistic_unseen']:>8}",
+        f"{'added':<34}{_ms(r['realistic_added_p50_ms']):>9}"
+        f"{_ms(r['realistic_added_p99_ms']):>9}{_ms(r['realistic_added_p999_ms']):>10}",
+        f"{r['realistic_samples']:,} delta frames after {r['realistic_warmup_s']:.0f} s warm-up; "
+        f"publishes late by {r['realistic_late_p99_ms']:.1f} ms at p99 "
+        f"({r['realistic_raw_late_p99_ms']:.1f} in the raw loop); "
+        f"{r['realistic_dead_letters']} dead letters; {r['realistic_redis_forks']} AOF rewrite(s)",
+        "p99 ms late of each second: "
+        + " ".join(f"{v:.0f}" for v in r["realistic_late_p99_by_second_ms"]),
+    ]
+
+
 def table(r: dict[str, Any]) -> str:
+    if "realistic_tokens" in r:
+        return "\n".join([machine(r), *realistic(r)])
     if "traces_drain_ratio" in r:
         return "\n".join(header(r) + traces(r))
     drained = "raw_events_per_s" in r  # `--rate` runs the latency phase alone
