@@ -32,7 +32,7 @@
 | `TERMINUS_TRACES` | 0 | 1: `terminus run` also exports every turn's spans (docs/traces.md) |
 | `TERMINUS_COMMIT_WAIT_REPLICAS` | 0 | >0: WAIT after each commit for this many replicas |
 | `TERMINUS_COMMIT_WAIT_MS` | 100 | how long that WAIT may block (a shortfall is logged) |
-| `TERMINUS_LATENCY_BUDGET_MS` | 20 | the latency a worker may add at light load: sets the linger |
+| `TERMINUS_LATENCY_BUDGET_MS` | 16 | the latency a worker may add at light load: sets the linger |
 | `TERMINUS_LINGER_MS` | unset | a fixed linger between rounds at light load instead (0: none) |
 | `TERMINUS_MAX_STREAMS_PER_TOKEN` | 8 | update streams a gateway token may hold open at once |
 | `TERMINUS_HTTP_MAX_HEAD_BYTES` | 32768 | largest request line and headers the gateway reads |
@@ -114,7 +114,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     # Rounds at light load (runtime/pump.py, _pace) go at most every linger: `linger_ms` when
     # set, else a linger that keeps the latency a worker adds within `latency_budget_ms`.
     linger_ms: int | None = None
-    latency_budget_ms: int = 20
+    latency_budget_ms: int = 16
     cors_origins: list[str] = msgspec.field(default_factory=list)
     max_streams_per_token: int = 8
     http_max_head_bytes: int = 32_768  # the gateway's server bounds: service/gateway/heads.py

@@ -23,11 +23,11 @@ def test_a_set_linger_is_kept_whatever_the_rounds_take() -> None:
     assert fixed.linger_s() == 0.003
 
 
-def test_the_default_budget_lingers_about_eight_ms_between_quick_rounds() -> None:
+def test_the_default_budget_lingers_about_six_ms_between_quick_rounds() -> None:
     quick = pump()
     quick.round_s = 0.0005
-    assert quick.linger_s() == pytest.approx((0.020 - SLACK_S - 0.0005) / 2)
-    assert 0.007 < quick.linger_s() < 0.009
+    assert quick.linger_s() == pytest.approx((0.016 - SLACK_S - 0.0005) / 2)
+    assert 0.005 < quick.linger_s() < 0.007
 
 
 @given(
