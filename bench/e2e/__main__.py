@@ -4,7 +4,8 @@
                         [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
                         [--rate EVENTS_PER_S] [--no-latency] [--no-by-rate] [--no-peer]
                         [--rates R1,R2,...] [--traces] [--sink]
-    python -m bench.e2e --realistic [--turns 100] [--seconds 20] [--seed 1] [--json]
+    python -m bench.e2e --realistic [--turns 100] [--seconds 20] [--seed 1] [--coalesce-reads]
+                        [--json]
 
 (a) raw: the workload's entries XADDed (pipelined), then drained by XREADGROUP COUNT batch + XACK
     with no processing, one task per partition; (a) and (b) are best of `--repeat` runs;
@@ -261,6 +262,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         type=int,
         default=DEFAULT_TURNS,
         help="turns in flight at once, on average, in the realistic workload",
+    )
+    parser.add_argument(
+        "--coalesce-reads",
+        action="store_true",
+        help="in the realistic workload, publish each network read's tokens as one delta, as a "
+        "producer with coalesce_reads does",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)

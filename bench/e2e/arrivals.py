@@ -97,6 +97,11 @@ def one_delta_per_token(read: Read) -> list[str]:
     return list(read.tokens)
 
 
+def one_delta_per_read(read: Read) -> list[str]:
+    """The deltas a producer with `coalesce_reads` publishes for a read: one for all of it."""
+    return ["".join(read.tokens)]
+
+
 def _bounded(value: float, bounds: tuple[float, float] | tuple[int, int]) -> float:
     return min(max(value, bounds[0]), bounds[1])
 

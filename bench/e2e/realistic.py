@@ -28,7 +28,7 @@ from redis.asyncio import Redis
 from bench.common.percentiles import p99_by_second, percentiles
 from bench.common.redis_ops import outcome, publish_all, wait_drained, wait_owned
 from bench.e2e import latency as lat
-from bench.e2e.arrivals import Model
+from bench.e2e.arrivals import Model, one_delta_per_read, one_delta_per_token
 from bench.e2e.phases import START_TIMEOUT_S, WARMUP_S, WATCH_EVERY, Meter, Run
 from bench.e2e.schedule import Publish, Schedule, build
 from terminus.events.inbound import InboundEvent
@@ -41,7 +41,10 @@ DEFAULT_TURNS: Final = 100
 DEFAULT_SECONDS: Final = 20.0
 CONNECTIONS_PER_TURN: Final = 4  # turns in flight drift above their mean
 CONNECTIONS_MIN: Final = 256
-PRODUCER: Final = "one text-delta per provider token, one publish per network read"
+PRODUCERS: Final = {
+    False: "one text-delta per provider token, one publish per network read",
+    True: "one text-delta per network read (coalesce_reads), one publish per network read",
+}
 
 
 @contextlib.asynccontextmanager
@@ -88,11 +91,14 @@ class Player:
 async def realistic_phase(run: Run) -> dict[str, Any]:
     """The raw loop, then one worker, on the same schedule; the report's `realistic_*` keys."""
     args = run.args
-    schedule = build(Model(turns=args.turns, seconds=args.seconds), args.seed)
+    deltas_of = one_delta_per_read if args.coalesce_reads else one_delta_per_token
+    schedule = build(Model(turns=args.turns, seconds=args.seconds), args.seed, deltas_of)
     watched = schedule.sessions[::WATCH_EVERY]
     base = await _baseline(run, schedule, watched)
     ours, worker_cpu, left = await _through_worker(run, schedule, watched)
-    return realistic_report(schedule, ours, base, worker_cpu, left)
+    return realistic_report(schedule, ours, base, worker_cpu, left) | {
+        "realistic_producer": PRODUCERS[bool(args.coalesce_reads)]
+    }
 
 
 class Played(NamedTuple):
@@ -201,7 +207,6 @@ def realistic_report(
     ours_ms, base_ms = percentiles(ours.latencies), percentiles(base.latencies)
     report: dict[str, Any] = {
         "realistic_model": msgspec.to_builtins(model),
-        "realistic_producer": PRODUCER,
         "realistic_turns": model.turns,
         "realistic_concurrent_turns": schedule.concurrency,
         "realistic_turns_started": schedule.started,

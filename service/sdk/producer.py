@@ -51,6 +51,7 @@ class Producer:
         prefix: str = DEFAULT_PREFIX,
         fmt: Format = "json",
         coalesce_ms: int = 0,
+        coalesce_reads: bool = False,
         max_event_bytes: int = MAX_EVENT_BYTES,
         limits: UpstreamLimits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.time,
@@ -65,6 +66,9 @@ class Producer:
         self.prefix = prefix
         self.fmt: Format = fmt
         self.coalesce_ms = coalesce_ms
+        # Each call's deltas of one part (one network read of a provider's stream) as one event:
+        # fewer entries and frames at no latency (service/sdk/publisher.py).
+        self.coalesce_reads = coalesce_reads
         self.max_event_bytes = max_event_bytes
         self.limits = limits  # what its turns read from a provider, at most (docs/producers.md)
 

@@ -5,7 +5,8 @@ their seqs from one counter (`Seqs`), contiguous within each (step, attempt), an
 the producer's clock. Coalescing (`coalesce_ms` > 0) merges consecutive deltas of one part
 published within the window into one event: fewer entries and frames, at the price of up to
 `coalesce_ms` of added latency, and renumbers what it merged so no seq is skipped. The default,
-0, publishes every call at once.
+0, publishes every call at once; with `coalesce_reads` each call's deltas of one part (what one
+network read of the provider's stream carried) are merged the same way, at no latency.
 
 What the provider sent is bounded (`Producer.limits`): the adapter's wires end the attempt with
 an in-band error past an SSE bound, and each batch is made to fit the log before it is published
@@ -253,7 +254,8 @@ class TurnPublisher:
             self._flusher = None
         async with self._lock:
             pending, self._buffer = self._buffer, []
-            if self.producer.coalesce_ms > 0 and pending:
+            producer = self.producer
+            if pending and (producer.coalesce_ms > 0 or producer.coalesce_reads):
                 pending = coalesce(pending)
                 self.seqs.next = pending[-1].seq + 1
             if pending:

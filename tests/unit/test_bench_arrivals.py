@@ -10,7 +10,7 @@ from functools import cache
 
 import msgspec
 
-from bench.e2e.arrivals import Model, Read, draw_shape
+from bench.e2e.arrivals import Model, draw_shape, one_delta_per_read
 from bench.e2e.schedule import Schedule, build
 from terminus.events.inbound import (
     AttemptStarted,
@@ -28,11 +28,6 @@ MODEL = Model(turns=20, seconds=6.0)
 @cache
 def schedule(seed: int = 1) -> Schedule:
     return build(MODEL, seed)
-
-
-def one_delta_per_read(read: Read) -> list[str]:
-    """What a producer that coalesces a read's deltas would publish."""
-    return ["".join(read.tokens)]
 
 
 def test_the_same_seed_gives_the_same_schedule_and_another_seed_another() -> None:

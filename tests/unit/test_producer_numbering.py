@@ -20,8 +20,8 @@ CAPTURE = (
 class Recording(Producer):
     """A producer whose publish records the events it is handed (no Redis: numbering only)."""
 
-    def __init__(self, coalesce_ms: int = 0) -> None:
-        super().__init__(None, coalesce_ms=coalesce_ms)  # type: ignore[arg-type]
+    def __init__(self, coalesce_ms: int = 0, coalesce_reads: bool = False) -> None:
+        super().__init__(None, coalesce_ms=coalesce_ms, coalesce_reads=coalesce_reads)  # type: ignore[arg-type]
         self.published: list[InboundEvent] = []
 
     async def publish(self, events: Iterable[InboundEvent]) -> list[bytes]:
@@ -45,9 +45,9 @@ def seqs_by_attempt(events: list[InboundEvent]) -> dict[tuple[int, int], list[in
     return found
 
 
-@pytest.mark.parametrize("coalesce_ms", [0, 50])
-async def test_seqs_are_contiguous_in_every_attempt(coalesce_ms: int) -> None:
-    producer = Recording(coalesce_ms)
+@pytest.mark.parametrize(("coalesce_ms", "coalesce_reads"), [(0, False), (50, False), (0, True)])
+async def test_seqs_are_contiguous_in_every_attempt(coalesce_ms: int, coalesce_reads: bool) -> None:
+    producer = Recording(coalesce_ms, coalesce_reads)
     await run_turn(producer, attempts=2)
     found = seqs_by_attempt(producer.published)
     assert set(found) == {(1, 1), (1, 2)}
@@ -102,3 +102,30 @@ def test_coalescing_renumbers_only_from_the_first_merge() -> None:
         (5, "b"),
         (6, "c"),
     ]
+
+
+async def test_coalescing_reads_merges_each_reads_deltas_of_a_part_and_no_more() -> None:
+    """Each `feed_bytes` is one network read: its deltas of one part become one event, a later
+    read's are another, and what the turn says comes to the same text."""
+    text = CAPTURE.with_name("text-recorded-fantasy.sse").read_bytes()
+    reads = [text[: len(text) // 2], text[len(text) // 2 :]]
+    plain, merged = Recording(), Recording(coalesce_reads=True)
+    for producer in (plain, merged):
+        turn = producer.turn("s", "t")
+        await turn.start()
+        await turn.start_attempt(provider="anthropic")
+        for read in reads:
+            await turn.feed_bytes(read)
+        await turn.close_attempt()
+
+    def deltas(events: list[InboundEvent]) -> list[tuple[str, str]]:
+        return [(e.part_id, e.delta) for e in events if isinstance(e, TextDelta)]
+
+    assert len(deltas(merged.published)) < len(deltas(plain.published))
+    joined: dict[str, str] = {}
+    for part, delta in deltas(plain.published):
+        joined[part] = joined.get(part, "") + delta
+    assert {p: "".join(d for q, d in deltas(merged.published) if q == p) for p in joined} == joined
+    # No delta spans two reads: merging is within a call, never across.
+    parts = {part for part, _ in deltas(merged.published)}
+    assert all(sum(q == p for q, _ in deltas(merged.published)) <= len(reads) for p in parts)
