@@ -125,7 +125,9 @@ def by_rate(r: dict[str, Any]) -> list[str]:
         f"drain: {_short(drain)} µs/event (worker + Redis); highest rate with p99 added <= 10 ms: "
         f"{_rate(r.get('max_rate_p99_le_10ms'))} "
         f"({r.get('max_rate_p99_le_10ms_share_of_drain', 0):.0%} of the drain); the peer's: "
-        f"{_rate(r.get('peer_max_rate_p99_le_10ms'))}"
+        f"{_rate(r.get('peer_max_rate_p99_le_10ms'))}; with p99 added <= 20 ms: "
+        f"{_rate(r.get('max_rate_p99_le_20ms'))} "
+        f"({r.get('max_rate_p99_le_20ms_share_of_drain', 0):.0%} of the drain)"
     )
     if r.get("idle_worker_cores") is not None:
         lines.append(f"idle worker: {r['idle_worker_cores']:.1%} of a core")
