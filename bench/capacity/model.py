@@ -9,7 +9,9 @@ How it reasons (docs/capacity.md):
    r* x cost(r*) = core_share; workers = ceil(M / r*), each then at M / workers.
 3. Redis: a commit's cost is set by the entries it carries, that is by the worker's load, so
    Redis's CPU is M x redis_cost(M / workers), spread over shards of `core_share` of a core each
-   (Redis runs commands on one thread). Shards are also added for memory.
+   (Redis runs commands on one thread). Shards are also added for memory. Costs are those
+   measured on a Redis Cluster where the inputs have them: on this machine a cluster's client
+   and replicas cost 1.5-1.9x as much per token as one Redis (docs/capacity.md).
 4. Memory: what Redis holds is what the retention window holds, M x bytes per token x window
    (every key kind: log, frames, snapshots, messages, transitions...), times `memory_overhead`
    (allocator, buffers, the fork of an AOF rewrite).
@@ -47,7 +49,8 @@ class CostPoint(msgspec.Struct, frozen=True, kw_only=True):
 class Inputs(msgspec.Struct, frozen=True, kw_only=True):
     """What the model needs from a machine; `python -m bench.capacity --measure` writes it."""
 
-    costs: tuple[CostPoint, ...]
+    costs: tuple[CostPoint, ...]  # one Redis
+    cluster_costs: tuple[CostPoint, ...] = ()  # a local 3-shard Redis Cluster, the same loads
     bytes_per_token: dict[str, float]  # by key kind, the workload's turns amortized
     bytes_per_turn: dict[str, float]
     tokens_per_turn: float
@@ -142,15 +145,21 @@ def capacity(points: Sequence[tuple[float, float]], budget_us_per_s: float) -> f
     return low
 
 
-def curves(inputs: Inputs) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
-    """The worker's and Redis's monotone cost curves."""
-    worker = monotone([(c.tokens_per_s, c.worker_us_per_token) for c in inputs.costs])
-    redis = monotone([(c.tokens_per_s, c.redis_us_per_token) for c in inputs.costs])
+def curves(
+    inputs: Inputs, cluster: bool = True
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """The worker's and Redis's monotone cost curves: measured on a cluster if `cluster` and
+    the inputs have them (a deployment of more than one shard is a cluster, whose client and
+    replicas cost more per token than one Redis), else on one Redis."""
+    costs = inputs.cluster_costs if cluster and inputs.cluster_costs else inputs.costs
+    worker = monotone([(c.tokens_per_s, c.worker_us_per_token) for c in costs])
+    redis = monotone([(c.tokens_per_s, c.redis_us_per_token) for c in costs])
     return worker, redis
 
 
 def plan(demand: Demand, inputs: Inputs, limits: Limits = DEFAULT_LIMITS) -> Plan:
-    """What `demand` needs, on machines like the one `inputs` were measured on."""
+    """What `demand` needs, on machines like the one `inputs` were measured on, with Redis as
+    a cluster (its costs, where the inputs have them)."""
     m = demand.tokens_per_s
     worker_curve, redis_curve = curves(inputs)
     budget = limits.core_share * 1e6

@@ -18,6 +18,7 @@ from bench.capacity.model import (
     Limits,
     capacity,
     cost_at,
+    curves,
     monotone,
     plan,
 )
@@ -128,3 +129,16 @@ def test_costs_are_priced_at_a_workers_load_not_the_platforms() -> None:
     assert (p.workers, p.worker_load) == (2, 15_000)
     assert p.redis_cores == pytest.approx(30_000 * cost_at(points, 15_000) / 1e6)
     assert p.redis_cores > 30_000 * 30 / 1e6
+
+
+def test_a_plan_prices_tokens_at_the_clusters_costs_where_they_were_measured() -> None:
+    dearer = tuple(
+        msgspec.structs.replace(c, worker_us_per_token=2 * c.worker_us_per_token)
+        for c in INPUTS.costs
+    )
+    on_cluster = msgspec.structs.replace(INPUTS, cluster_costs=dearer)
+    demand = Demand(concurrent_turns=20, tokens_per_s_per_turn=50)
+    assert curves(on_cluster, cluster=False) == curves(INPUTS)
+    assert plan(demand, on_cluster).worker_cores == pytest.approx(
+        2 * plan(demand, INPUTS).worker_cores
+    )
