@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from time import perf_counter
 from typing import Any, Final, NamedTuple
 
@@ -88,14 +88,19 @@ class Player:
             await self.publish(events[p.first : p.first + p.size])
 
 
-async def realistic_phase(run: Run) -> dict[str, Any]:
-    """The raw loop, then one worker, on the same schedule; the report's `realistic_*` keys."""
+Then = Callable[[str, Schedule], Awaitable[None]]
+
+
+async def realistic_phase(run: Run, then: Then | None = None) -> dict[str, Any]:
+    """The raw loop, then one worker, on the same schedule; the report's `realistic_*` keys.
+    `then` gets the worker's prefix and the schedule once the worker is stopped, before the
+    keys are deleted (bench.capacity weighs them)."""
     args = run.args
     deltas_of = one_delta_per_read if args.coalesce_reads else one_delta_per_token
     schedule = build(Model(turns=args.turns, seconds=args.seconds), args.seed, deltas_of)
     watched = schedule.sessions[::WATCH_EVERY]
     base = await _baseline(run, schedule, watched)
-    ours, worker_cpu, left = await _through_worker(run, schedule, watched)
+    ours, worker_cpu, left = await _through_worker(run, schedule, watched, then)
     return realistic_report(schedule, ours, base, worker_cpu, left) | {
         "realistic_producer": PRODUCERS[bool(args.coalesce_reads)]
     }
@@ -122,7 +127,7 @@ async def _baseline(run: Run, schedule: Schedule, watched: list[str]) -> Played:
 
 
 async def _through_worker(
-    run: Run, schedule: Schedule, watched: list[str]
+    run: Run, schedule: Schedule, watched: list[str], then: Then | None
 ) -> tuple[Played, float | None, dict[str, int]]:
     """The schedule through one worker: its latencies, how late publishes went out, the
     worker's CPU seconds, and the frames, dead letters and open turns it left."""
@@ -133,6 +138,8 @@ async def _through_worker(
         player = Player(schedule, producer.publish, probe)
         streams = lat.session_streams(watched, partitions, prefix)
         measured, worker_cpu, left = await _played(run, player, streams, prefix)
+    if then is not None:
+        await then(prefix, schedule)
     await run.drop_keys()
     return Played(measured, player.late_s, player.due_s), worker_cpu, left
 

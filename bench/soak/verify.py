@@ -94,16 +94,18 @@ async def memory_and_keys(redis: Redis) -> tuple[int, int]:
     return used, keys
 
 
-async def memory_by_kind(redis: Redis, prefix: str) -> dict[str, dict[str, int]]:
-    """Keys and bytes (MEMORY USAGE, sampled) per kind of key (`in`, `session`, `turn`...):
-    where the memory is, when it is not bounded."""
+async def memory_by_kind(
+    redis: Redis, prefix: str, samples: int | None = None
+) -> dict[str, dict[str, int]]:
+    """Keys and bytes (MEMORY USAGE, sampled; `samples=0` reads every element) per kind of key
+    (`in`, `session`, `turn`...): where the memory is, when it is not bounded."""
     found: dict[str, dict[str, int]] = {}
     keys = [key async for key in redis.scan_iter(match=f"{prefix}:*", count=1000)]
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
         async with redis.pipeline(transaction=False) as pipe:
             for key in chunk:
-                pipe.memory_usage(key)
+                pipe.memory_usage(key, samples=samples)
             sizes: list[int | None] = await pipe.execute()
         for key, size in zip(chunk, sizes, strict=True):
             parts = key.decode().split(":")

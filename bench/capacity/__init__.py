@@ -1,0 +1,1 @@
+"""The capacity model (docs/capacity.md): what N concurrent turns need, from costs measured here."""
