@@ -30,6 +30,7 @@
 | `TERMINUS_RETAIN_MS` | 0: off | archive final turns older than this (at least 2000), trim logs |
 | `TERMINUS_REDIS_CLUSTER` | 0 | 1: `REDIS_URL` names any node of a Redis Cluster |
 | `TERMINUS_TRACES` | 0 | 1: `terminus run` also exports every turn's spans (docs/traces.md) |
+| `TERMINUS_COALESCE_READS` | 0 | 1: the gateway's producer routes merge a read's deltas of a part |
 | `TERMINUS_COMMIT_WAIT_REPLICAS` | 0 | >0: WAIT after each commit for this many replicas |
 | `TERMINUS_COMMIT_WAIT_MS` | 100 | how long that WAIT may block (a shortfall is logged) |
 | `TERMINUS_LATENCY_BUDGET_MS` | 16 | the latency a worker may add at light load: sets the linger |
@@ -109,6 +110,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     retain_ms: int = 0  # 0: no retention, the log is never trimmed by the workers
     redis_cluster: bool = False
     traces: bool = False  # `terminus run` runs `terminus traces` beside its workers
+    # The gateway's producer routes publish each body read's deltas of one part as one event
+    # (`Producer.coalesce_reads`, service/sdk/publisher.py).
+    coalesce_reads: bool = False
     commit_wait_replicas: int = 0
     commit_wait_ms: int = 100
     # Rounds at light load (runtime/pump.py, _pace) go at most every linger: `linger_ms` when
@@ -182,6 +186,7 @@ _FLAGS = {
     "TERMINUS_KEEP_PARTIAL": "keep_partial",
     "TERMINUS_REDIS_CLUSTER": "redis_cluster",
     "TERMINUS_TRACES": "traces",
+    "TERMINUS_COALESCE_READS": "coalesce_reads",
 }
 
 

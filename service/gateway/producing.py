@@ -122,7 +122,7 @@ class ProducerRoutes:
         # The gateway serves settings already settled with the deployment's shape
         # (service/shape.py), so its count is given: routing a turn needs no ready() first.
         given = msgspec.structs.replace(settings, partitions_given=True)
-        self.producer = Producer.from_settings(redis, given)
+        self.producer = Producer.from_settings(redis, given, coalesce_reads=settings.coalesce_reads)
 
     def routes(self, guard: Callable[[Endpoint], Endpoint]) -> list[BaseRoute]:
         return [

@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from serving import running_worker, serving
 
 from terminus.events.codec import decode_message
-from terminus.events.outbound import AgentError, Retrying, SessionUpdate
+from terminus.events.outbound import AgentError, AgentMessageChunk, Retrying, SessionUpdate
 from terminus.service.cli.simulate import simulate
 from terminus.service.gateway.producing import ProducerRate
 from terminus.service.gateway.routes import Limits, create_gateway
@@ -264,3 +264,35 @@ async def test_producer_requests_are_rate_limited(redis: Redis, prefix: str) -> 
             statuses = [(await http.post(path, headers=headers, json=body)) for _ in range(4)]
     assert [s.status_code for s in statuses] == [404, 404, 404, 429]
     assert int(statuses[-1].headers["retry-after"]) >= 1
+
+
+async def test_with_coalesce_reads_each_body_read_publishes_one_delta_of_a_part(
+    redis: Redis, prefix: str
+) -> None:
+    """TERMINUS_COALESCE_READS: the same answer, POSTed in pieces, is fewer deltas (one per read
+    of the body at most, where the provider sent one per token) and the same message."""
+    settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100, coalesce_reads=True)
+    gw = Gateway("", redis, prefix)
+    async with (
+        running_worker(redis, settings),
+        serving(create_gateway(redis, settings, SECRET)) as base,
+    ):
+        session, turn = "s-http-merged", "t-http-merged"
+        path = f"{base}/v1/sessions/{session}/turns/{turn}"
+        async with httpx.AsyncClient(timeout=30) as http:
+            sent = {"x-terminus-provider": "anthropic", **producer_token(session)}
+            answer = await http.post(path + "/attempts", headers=sent, content=pieces(ANSWER, 2048))
+            assert answer.status_code == 200, answer.text
+            commands_from = answer.json()["commands_from"]
+            assert await decision(http, path, session, commands_from) == "turn_concluded"
+    expected = simulate(
+        [STREAMS / "anthropic/text-recorded-fantasy.sse"],
+        provider="anthropic",
+        session_id=session,
+        turn_id=turn,
+    )
+    message, frames = await committed(gw, session, turn)
+    assert message == expected.message
+    deltas = [f for f in frames if isinstance(f, AgentMessageChunk)]
+    provider_deltas = [f for f in expected.updates if isinstance(f, AgentMessageChunk)]
+    assert 0 < len(deltas) < len(provider_deltas)
