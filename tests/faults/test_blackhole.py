@@ -57,7 +57,7 @@ async def test_blackholed_connection_resumes(
             with Workers(worker_settings, tmp_path) as workers:
                 for _ in range(2):
                     workers.start()
-                await wait_owned(redis, settings)
+                await wait_owned(redis, settings, workers=2)
                 producer = RecordingProducer(redis, settings)
                 load = asyncio.create_task(publish_sessions(producer, PLANS))
 

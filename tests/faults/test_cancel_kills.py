@@ -88,7 +88,7 @@ async def test_cancels_survive_worker_kills_exactly_once(
         with Workers(settings, tmp_path) as workers:
             for _ in range(3):
                 workers.start()
-            await wait_owned(redis, settings)
+            await wait_owned(redis, settings, workers=3)
             producer = RecordingProducer(redis, settings)
             load = asyncio.gather(*(publish_session(producer, turns) for turns in SESSIONS))
             left: list[int] = []

@@ -61,7 +61,7 @@ async def test_workers_go_on_after_a_primary_fails_over(tmp_path: Path) -> None:
             with Workers(settings, tmp_path) as workers:
                 for _ in range(2):
                     workers.start()
-                await wait_owned(redis, settings)
+                await wait_owned(redis, settings, workers=2)
                 producer = RecordingProducer(redis, settings)
                 load = asyncio.create_task(publish_sessions(producer, PLANS))
                 third = has_published(producer, planned_events(PLANS) // 3)

@@ -147,7 +147,7 @@ async def test_malformed_entries_are_dead_lettered(fault_target: Target, tmp_pat
         with Workers(settings, tmp_path) as workers:
             for _ in range(2):
                 workers.start()
-            await wait_owned(redis, settings)
+            await wait_owned(redis, settings, workers=2)
             producer = RecordingProducer(redis, settings)
             valid = asyncio.gather(*(valid_session(producer, turns) for turns in VALID))
             odd = asyncio.create_task(odd_sessions(producer, settings))

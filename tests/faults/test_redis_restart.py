@@ -68,7 +68,7 @@ async def restart_under_load(target: Target, server: EmbeddedRedis, tmp_path: Pa
         with Workers(settings, tmp_path) as workers:
             for _ in range(2):
                 workers.start()
-            await wait_owned(redis, settings)
+            await wait_owned(redis, settings, workers=2)
             producer = RecordingProducer(redis, settings)
             load = asyncio.create_task(publish_sessions(producer, PLANS))
 

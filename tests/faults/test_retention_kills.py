@@ -94,7 +94,7 @@ async def test_sigkilled_workers_with_retention_lose_nothing(
             }
             for _ in range(3):
                 workers.start()
-            await wait_owned(redis, settings)
+            await wait_owned(redis, settings, workers=3)
             producer = RecordingProducer(redis, settings)
             load = asyncio.create_task(publish_sessions(producer, PLANS))
             rng = random.Random(20261124)

@@ -146,7 +146,7 @@ async def test_sse_clients_resume_exactly_across_worker_sigkills(
         with Workers(settings, tmp_path) as workers:
             for _ in range(2):
                 workers.start()
-            await wait_owned(redis, settings)
+            await wait_owned(redis, settings, workers=2)
             producer = RecordingProducer(redis, settings)
             app = create_gateway(redis, settings, SECRET, Limits(stream_opens=10_000))
             async with serving(app) as base:

@@ -60,7 +60,7 @@ async def test_sigkill_workers_under_load(fault_target: Target, tmp_path: Path) 
         with Workers(settings, tmp_path) as workers:
             for _ in range(3):
                 workers.start()
-            await wait_owned(redis, settings)
+            await wait_owned(redis, settings, workers=3)
             producer = RecordingProducer(redis, settings)
             load = asyncio.create_task(publish_sessions(producer, PLANS))
             left_pending = await kill_during(load, producer, workers, settings)

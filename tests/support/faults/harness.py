@@ -25,7 +25,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from terminus.service.fold.releases import TOMBSTONE
-from terminus.service.keys import GROUP, Keys, partition_of
+from terminus.service.keys import GROUP, Keys, partition_of, workers_key
 from terminus.service.redis.embedded import EmbeddedRedis
 from terminus.service.redis.replies import StreamEntry
 from terminus.service.settings import Settings
@@ -206,12 +206,18 @@ async def final_turns(redis: Redis, settings: Settings, turns: Sequence[tuple[st
     return len(turns) - await open_turns(redis, settings, turns)
 
 
-async def wait_owned(redis: Redis, settings: Settings, timeout: float = 30) -> None:
-    """Wait until the pool holds the lease of every partition."""
+async def wait_owned(
+    redis: Redis, settings: Settings, timeout: float = 30, workers: int = 1
+) -> None:
+    """Wait until the pool holds the lease of every partition and `workers` workers have joined
+    it. A worker joins once it has started: one still starting when a fault comes exits ("cannot
+    reach Redis"), as a worker does when Redis is away at its start, and a test of a running
+    pool riding out the fault must not begin before all of it runs."""
     keys = [Keys(p, settings.prefix).lease for p in range(settings.partitions)]
 
     async def owned() -> bool:
-        return all(await mget_any(redis, keys))
+        joined = await redis.zcard(workers_key(settings.prefix))
+        return joined >= workers and all(await mget_any(redis, keys))
 
     await wait_until(owned, "every partition to have an owner", timeout)
 
