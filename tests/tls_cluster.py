@@ -17,7 +17,7 @@ from urllib.parse import quote, urlencode
 import redis
 from secure_redis import NO_TLS_SIGNS, Certs, make_certs
 
-from terminus.service.redis.cluster import SLOTS, ClusterNode, LocalCluster, node_port
+from terminus.service.redis.cluster import SLOTS, ClusterNode, LocalCluster
 
 PRIMARIES: Final = 3
 
@@ -26,8 +26,8 @@ class TlsClusterNode(ClusterNode):
     """A cluster node on TLS only (`port` is its tls-port), client certificates required."""
 
     def __init__(self, data_dir: Path, certs: Certs) -> None:
-        super().__init__(data_dir, port=node_port())
         self.certs = certs
+        super().__init__(data_dir)
 
     def command(self) -> list[str]:
         certs = self.certs

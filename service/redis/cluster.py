@@ -55,6 +55,9 @@ class ClusterNode(EmbeddedRedis):
             *self._announce(),
         ]
 
+    def _free_port(self) -> int:
+        return node_port()  # its bus port (+10000) must be free too
+
     def probe(self) -> redis.Redis:
         """A short-lived client of this node alone, for the cluster's own checks."""
         return redis.Redis(port=self.port, socket_timeout=1, socket_connect_timeout=1)
@@ -92,7 +95,7 @@ class LocalCluster:
         self.timeout = timeout
 
     def _node(self, data_dir: Path) -> ClusterNode:
-        return ClusterNode(data_dir, port=node_port())
+        return ClusterNode(data_dir)
 
     @property
     def url(self) -> str:

@@ -64,6 +64,9 @@ def _bundled_server() -> str | None:
     return path if os.access(path, os.X_OK) else None
 
 
+PORT_TRIES: Final = 5
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listened on at the time of the call."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -97,7 +100,11 @@ class EmbeddedRedis:
         preexec: Callable[[], None] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
-        self.port = port or free_port()
+        # A port this server picked itself may be taken between the pick and the bind (by any
+        # socket's ephemeral port): its first start then picks another (`start`).
+        self._picked = port is None
+        self._started = False
+        self.port = port or self._free_port()
         self.appendfsync: Fsync = appendfsync
         self.binary = binary or find_redis_server()
         self.timeout = timeout
@@ -125,10 +132,37 @@ class EmbeddedRedis:
             *("--daemonize", "no", "--logfile", ""),
         ]
 
+    def _free_port(self) -> int:
+        return free_port()
+
     def start(self) -> Self:
-        """Start the server and return once it answers; raises `EmbeddedRedisError` otherwise."""
+        """Start the server and return once it answers; raises `EmbeddedRedisError` otherwise.
+        A first start on a port it picked itself that someone took meanwhile picks another, a few
+        times; a given port, or a restart, keeps its port."""
         if self.running:
             return self
+        for tries_left in reversed(range(PORT_TRIES)):
+            logged = self.log_path.stat().st_size if self.log_path.exists() else 0
+            try:
+                self._launch()
+            except EmbeddedRedisError:
+                if not (
+                    self._picked and not self._started and tries_left and self._port_taken(logged)
+                ):
+                    raise
+                self.port = self._free_port()
+                continue
+            self._started = True
+            return self
+        raise AssertionError("unreachable: the last try raises")
+
+    def _port_taken(self, since: int) -> bool:
+        """Whether the log written since byte `since` says the port was in use."""
+        with self.log_path.open("rb") as log:
+            log.seek(since)
+            return b"Address already in use" in log.read()
+
+    def _launch(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             # Its own session: a Ctrl-C in the terminal reaches the supervisor, which stops the
@@ -146,7 +180,6 @@ class EmbeddedRedis:
         except BaseException:
             self.kill()
             raise
-        return self
 
     def probe(self) -> redis.Redis:
         """A client that may ask the server for INFO, to tell when it is ready."""

@@ -120,3 +120,20 @@ def test_ensure_redis_starts_an_embedded_server_when_none_answers(
         assert (tmp_path / "redis.log").exists()
     finally:
         server.stop()
+
+
+def test_a_picked_port_taken_before_the_first_start_is_picked_again(
+    private_redis: StartRedis, tmp_path: Path
+) -> None:
+    """Between the pick of a free port and redis-server's bind, any socket may take the port:
+    a server that picked it itself picks another, where a given port fails as above."""
+    taken = private_redis()
+    server = EmbeddedRedis(tmp_path / "racer", timeout=5)
+    server.port = taken.port  # as if the port had been taken right after the pick
+    try:
+        server.start()
+        assert server.port != taken.port
+        assert answers_ping(server.url)
+    finally:
+        server.stop()
+    assert answers_ping(taken.url)
