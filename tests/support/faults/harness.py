@@ -216,8 +216,11 @@ async def wait_owned(
     keys = [Keys(p, settings.prefix).lease for p in range(settings.partitions)]
 
     async def owned() -> bool:
-        joined = await redis.zcard(workers_key(settings.prefix))
-        return joined >= workers and all(await mget_any(redis, keys))
+        # ZCARD only when asked: the TLS pass runs some callers as the service's user, which
+        # may not (docs/security.md), and one worker owning every partition has joined.
+        if workers > 1 and await redis.zcard(workers_key(settings.prefix)) < workers:
+            return False
+        return all(await mget_any(redis, keys))
 
     await wait_until(owned, "every partition to have an owner", timeout)
 
