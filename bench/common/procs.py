@@ -48,8 +48,11 @@ class WorkerConfig:
         log_dir: Path,
         extra_env: Mapping[str, str] | None = None,
         module: str = "terminus worker",
+        python: str | None = None,
     ) -> None:
         self.url, self.prefix, self.partitions = url, prefix, partitions
+        # The interpreter each process runs: another checkout's, for an A/B across commits.
+        self.python = python or sys.executable
         self.batch_size, self.log_dir = batch_size, log_dir
         self.extra_env = dict(extra_env or {})
         self.module = module  # what each process runs: `python -m <module>`
@@ -76,7 +79,7 @@ class WorkerPool:
         self.log_path = config.log_dir / f"workers-{config.prefix}.log"
 
     def start(self) -> Self:
-        command = [sys.executable, "-m", *self.config.module.split()]
+        command = [self.config.python, "-m", *self.config.module.split()]
         with self.log_path.open("ab") as log:
             for _ in range(self.size):
                 self.processes.append(

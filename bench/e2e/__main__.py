@@ -2,6 +2,7 @@
 
     python -m bench.e2e [--events 150000] [--partitions 16] [--json] [--redis-url URL] [--cluster]
                         [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
+                        [--worker-python PATH]
                         [--rate EVENTS_PER_S] [--no-latency] [--no-by-rate] [--no-peer]
                         [--rates R1,R2,...] [--traces] [--sink]
     python -m bench.e2e --realistic [--turns 100] [--seconds 20] [--seed 1] [--coalesce-reads]
@@ -134,6 +135,7 @@ async def machine(run: Run) -> dict[str, Any]:
         "partitions": run.args.partitions,
         "batch_size": run.args.batch_size,
         "worker_env": run.args.worker_env,
+        "worker_python": run.args.worker_python,
         "seed": run.args.seed,
     }
 
@@ -209,6 +211,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         type=_assignment,
         metavar="NAME=VALUE",
         help="extra environment of the workers, e.g. TERMINUS_BLOCK_MS=100 (repeatable)",
+    )
+    parser.add_argument(
+        "--worker-python",
+        default=None,
+        metavar="PATH",
+        help="the interpreter the workers run (default this one): another checkout's venv, for "
+        "an A/B of the worker across commits in one sitting",
     )
     parser.add_argument(
         "--sink",

@@ -1,11 +1,13 @@
 """What Redis spends on a round of caught-up owners' reads: `python -m bench.e2e.caught_up`.
 
-At light load most owners of a round have nothing to read. Each read is told the last entry its
-owner read in its epoch, and the script first asks whether any entry follows it (an empty
-XRANGE); without it, the read is the fenced one (GET of the lease, XREADGROUP, XREVRANGE of the
-tail). This sends one call of round.lua over `--owners` caught-up owners `--calls` times each
-way, alternating `--runs` times, and prints the server's time per call of each (INFO
-commandstats, EVALSHA); the least of each way is its figure. On a private redis-server, as
+At light load most owners of a round have nothing to read. A round probes them (service/runtime/
+wire.py, `Probe`): one XREAD over their logs, inside the script, after the last entry each read in
+its epoch, and a read only of those that grew. Before probes each was a read call of its own,
+told that last entry, which first asked whether any entry follows it (an empty XRANGE); and
+before that, the fenced read (GET of the lease, XREADGROUP, XREVRANGE of the tail). This sends
+one call of round.lua over `--owners` caught-up owners `--calls` times each way, alternating
+`--runs` times, and prints the server's time per call of each (INFO commandstats, EVALSHA); the
+least of each way is its figure. On a private redis-server, as
 `bench.e2e`'s, unless `--redis-url` names one (INFO must be allowed there).
 """
 
@@ -22,10 +24,10 @@ from terminus.service.fold.commit import Value
 from terminus.service.keys import FIELD, GROUP, Keys
 from terminus.service.redis.replies import text
 from terminus.service.redis.scripts import script
-from terminus.service.runtime.wire import Call, bundle
+from terminus.service.runtime.wire import Call, Probe, bundle
 
 LEASE = "bench:1"
-WAYS = ("told where the log ends", "the fenced read")
+WAYS = ("probed", "told where the log ends", "the fenced read")
 
 
 async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> dict[str, float]:
@@ -33,6 +35,7 @@ async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> d
     new one), deleted."""
     prefix = prefix or f"bench-cu-{uuid.uuid4().hex[:8]}"
     told: list[Call] = []
+    probes: list[Probe] = []
     for p in range(args.owners):
         owner = Keys(p, prefix)
         await redis.xgroup_create(owner.inbound, GROUP, id="0-0", mkstream=True)
@@ -42,8 +45,9 @@ async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> d
         fence: list[Value] = [LEASE, GROUP, "bench", 512]
         await script(redis, "read")(keys=[owner.lease, owner.inbound], args=fence)
         told.append(("read", [owner.lease, owner.inbound], [*fence, last]))
+        probes.append(Probe(owner.lease, owner.inbound, LEASE, "bench", last))
     fenced: list[Call] = [(name, keys, args[:4]) for name, keys, args in told]
-    rounds = [bundle(told), bundle(fenced)]
+    rounds = [bundle([], probes, 512), bundle(told), bundle(fenced)]
     best = dict.fromkeys(WAYS, float("inf"))
     try:
         for run in range(args.runs):
@@ -51,8 +55,8 @@ async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> d
                 call = script(redis, name)
                 before = await server_usage(redis)
                 for _ in range(args.calls):
-                    replies = await call(keys=keys, args=argv)
-                if any(not isinstance(r, list) or r[0] for r in replies):  # read, or refused
+                    replies, hits = await call(keys=keys, args=argv)
+                if hits or any(not isinstance(r, list) or r[0] for r in replies):  # read, refused
                     raise RuntimeError(f"{way}: not every owner was caught up: {replies!r:.200}")
                 calls, usec = (await server_usage(redis)).minus(before).commands["evalsha"]
                 per_round = usec / calls
@@ -75,8 +79,11 @@ def main() -> None:
 
 async def _report(redis: Redis, args: argparse.Namespace) -> None:
     best = await measure(redis, args)
-    told, fenced = (best[way] for way in WAYS)
-    print(f"least of {args.runs}: {told:.1f} against {fenced:.1f} µs ({told / fenced:.2f}x)")
+    probed, told, fenced = (best[way] for way in WAYS)
+    print(
+        f"least of {args.runs}: probed {probed:.1f}, told {told:.1f}, fenced {fenced:.1f} µs "
+        f"({probed / told:.2f}x told, {probed / fenced:.2f}x fenced)"
+    )
 
 
 if __name__ == "__main__":

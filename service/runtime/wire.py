@@ -1,15 +1,18 @@
 """How a pump's requests go on the wire: to one Redis, or to a Redis Cluster.
 
 One Redis: a round is one round trip on the pump's own connection (service/runtime/line.py): one
-EVALSHA of round.lua, which runs every owner's read or commit-and-read, then one non-blocking
-XREAD over all idle partitions; a wait is one blocking XREAD over all of them, on the same
-connection (a round and a wait never overlap).
+EVALSHA of round.lua, which runs every busy owner's read or commit-and-read and probes the idle
+ones (`Probe`): it reads, in the same call, only the partitions whose logs grew. A wait is one
+blocking XREAD over all idle partitions, on the same connection (a round and a wait never
+overlap).
 
 A cluster refuses a command whose keys span slots, and each partition is its own slot (`{p}`).
-So a round sends one XREAD per idle partition, and redis-py's cluster pipeline splits the round
-into one pipeline per primary, sent concurrently; a wait is one blocking XREAD per partition. The
-first to answer ends the wait; the others stay in flight into the next wait rather than being
-cancelled, as redis-py drops a cancelled command's connection and the next wait would reconnect.
+So a round sends each call on its own and one non-blocking XREAD per idle partition, which tells
+which logs grew (`Sent.woken`: those owners read in the next round), and redis-py's cluster
+pipeline splits the round into one pipeline per primary, sent concurrently; a wait is one
+blocking XREAD per partition. The first to answer ends the wait; the others stay in flight into
+the next wait rather than being cancelled, as redis-py drops a cancelled command's connection
+and the next wait would reconnect.
 
 Commit durability (`commit_wait_replicas` > 0): each connection that carried commits then sends
 `WAIT replicas timeout`, which counts only that connection's writes; a shortfall is logged, the
@@ -22,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import msgspec
 from redis.asyncio import Redis
@@ -30,6 +33,7 @@ from redis.asyncio.cluster import RedisCluster
 from redis.exceptions import NoScriptError
 
 from terminus.service.fold.commit import Value, pack, packable
+from terminus.service.keys import GROUP
 from terminus.service.redis.connect import (
     TRANSIENT,
     client_options,
@@ -48,6 +52,27 @@ log = logging.getLogger("terminus.pump")
 Call = tuple[str, list[str], list[Value]]  # a script's name, KEYS and ARGV
 
 
+class Probe(NamedTuple):
+    """An idle owner, read in the round only if its log holds an entry after `tail` (the last
+    id it read, or was told ends the log, in its lease's epoch)."""
+
+    lease_key: str
+    stream: str
+    lease: str
+    consumer: str
+    tail: str
+
+
+class Sent(NamedTuple):
+    """A round's answers: each call's reply (an exception in its place if it failed); on one
+    Redis, the reply of each probe whose log grew, by its place among the probes (read.lua's
+    reply, or an exception); on a cluster, which probed streams grew (`woken`) instead."""
+
+    replies: list[Any]
+    read: dict[int, Any]
+    woken: StreamReply
+
+
 class Wire:
     """Sends a pump's rounds, waits and loads on `redis`, whichever kind it is."""
 
@@ -59,49 +84,46 @@ class Wire:
         own = own_connection and not self.cluster
         self._line = Line(redis, client_options(settings)["socket_timeout"]) if own else None
         self.replicas = settings.commit_wait_replicas
+        self.count = settings.batch_size  # a probe's read, as an owner's
         self.wait_ms = settings.commit_wait_ms
         self.shortfalls = 0  # WAITs that returned fewer replicas than asked for
         # On a cluster: the blocking XREAD of each idle partition, left in flight from one
         # wait to the next (a cancelled command costs its connection, and a reconnect).
         self._waits: dict[str, asyncio.Future[StreamReply]] = {}
 
-    async def send(
-        self, calls: Sequence[Call], idle: Mapping[str, str]
-    ) -> tuple[list[Any], StreamReply]:
-        """Each call's reply (an exception in its place if it failed), and which idle streams
-        (name -> last id seen) have entries after their id; raises on a connection error."""
+    async def send(self, calls: Sequence[Call], idle: Sequence[Probe] = ()) -> Sent:
+        """Run `calls` and probe `idle` in one round trip (one per node on a cluster); raises
+        on a connection error."""
         if self.cluster:
             return await self._send_cluster(calls, idle)
-        bundled = len(calls) > 1
-        sent = [bundle(calls)] if bundled else list(calls)
+        bundled = len(calls) > 1 or bool(idle)
+        sent = [bundle(calls, idle, self.count)] if bundled else list(calls)
         commands = [_evalsha(call) for call in sent]
         waits = self._waits_for(any(name == "commit" for name, _, _ in calls))
         commands.extend(waits)
-        if idle:
-            commands.append(_xread(idle))
         results = await self._run(commands)
         replies = results[: len(sent)]
-        self._check_waits(results[len(sent) : len(sent) + len(waits)])
+        self._check_waits(results[len(sent) :])
         await self._redo_unknown(sent, replies, commits=bool(waits))
-        woken = _woken(results[len(sent) + len(waits) :])
-        return unbundle(replies, len(calls)) if bundled else replies, woken
+        if not bundled:
+            return Sent(replies, {}, [])
+        each, read = unbundle(replies, len(calls))
+        return Sent(each, read, [])
 
-    async def _send_cluster(
-        self, calls: Sequence[Call], idle: Mapping[str, str]
-    ) -> tuple[list[Any], StreamReply]:
+    async def _send_cluster(self, calls: Sequence[Call], idle: Sequence[Probe]) -> Sent:
         """`send` on a cluster: each call and each idle stream's XREAD on its own, split per
         primary by redis-py's cluster pipeline."""
         await cast(RedisCluster, self.redis).initialize()  # a no-op once it knows the slots
         pipe = self.redis.pipeline(transaction=False)
         committing = [keys for name, keys, _ in calls if name == "commit"]
         waits = self._calls(pipe, calls, committing)
-        for key, cursor in idle.items():
-            pipe.xread({key: cursor}, count=1)
+        for probe in idle:
+            pipe.xread({probe.stream: probe.tail}, count=1)
         results = await execute(pipe, raise_on_error=False)
         replies = results[: len(calls)]
         self._check_waits(results[len(calls) : len(calls) + waits])
         await self._redo_unknown(calls, replies)
-        return replies, _woken(results[len(calls) + waits :])
+        return Sent(replies, {}, _woken(results[len(calls) + waits :]))
 
     async def _run(self, commands: Sequence[Command]) -> list[Any]:
         """On one Redis: the commands in one round trip, on the pump's own connection where it
@@ -246,22 +268,34 @@ def _woken(replies: Sequence[Any]) -> StreamReply:
     return woken
 
 
-def bundle(calls: Sequence[Call]) -> Call:
-    """The calls as one call of round.lua (one Redis only: their keys span partitions)."""
+def bundle(calls: Sequence[Call], probes: Sequence[Probe] = (), count: int = 0) -> Call:
+    """The calls, and the probes reading up to `count` entries each, as one call of round.lua
+    (one Redis only: their keys span partitions)."""
     keys: list[str] = []
     packed: list[tuple[str, int, list[Value | msgspec.Raw]]] = []
     for name, call_keys, call_args in calls:
         keys.extend(call_keys)
         # Each value as a script's ARGV holds it (numbers as text, bytes as msgpack str).
         packed.append((name, len(call_keys), [packable(a) for a in call_args]))
-    return "round", keys, [pack(packed)]
+    args: list[Value] = [pack(packed)]
+    if probes:
+        fences: list[str] = []
+        for probe in probes:
+            keys += (probe.lease_key, probe.stream)
+            fences += (probe.lease, probe.consumer, probe.tail)
+        args.append(pack([GROUP, str(count), fences]))
+    return "round", keys, args
 
 
-def unbundle(replies: list[Any], calls: int) -> list[Any]:
-    """Each call's reply out of round.lua's; its error in every place if the script failed."""
+def unbundle(replies: list[Any], calls: int) -> tuple[list[Any], dict[int, Any]]:
+    """Each call's reply out of round.lua's (its error in every place if the script failed), and
+    each grown probe's read by its place among the probes (none if the script failed)."""
     [reply] = replies
     if isinstance(reply, Exception):
-        return [reply] * calls
-    if not isinstance(reply, list) or len(reply) != calls:
-        return [RuntimeError(f"round.lua answered {reply!r:.200} for {calls} calls")] * calls
-    return reply
+        return [reply] * calls, {}
+    if not (isinstance(reply, list) and len(reply) == 2 and isinstance(reply[0], list)):
+        return [RuntimeError(f"round.lua answered {reply!r:.200}")] * calls, {}
+    each, hits = reply
+    if len(each) != calls or len(hits) % 2:
+        return [RuntimeError(f"round.lua answered {reply!r:.200} for {calls} calls")] * calls, {}
+    return each, {int(hits[n]) - 1: hits[n + 1] for n in range(0, len(hits), 2)}

@@ -112,7 +112,7 @@ async def round_reply(wire: Wire, call: Call) -> Any:
     """The call's reply in a pump round of its own; a connection error as the pump sees it,
     whether the round raised it or returned it in the call's place."""
     try:
-        (reply,), _ = await wire.send([call], {})
+        (reply,) = (await wire.send([call])).replies
     except ConnectionError as exc:
         return exc
     return reply

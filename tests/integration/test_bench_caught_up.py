@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from bench.e2e.caught_up import WAYS, measure
 
 
-async def test_both_ways_get_a_figure_and_the_keys_go(
+async def test_every_way_gets_a_figure_and_the_keys_go(
     admin_redis: Redis, prefix: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     best = await measure(admin_redis, argparse.Namespace(owners=2, calls=3, runs=1), prefix)

@@ -48,10 +48,10 @@ async def test_a_commit_waits_for_replicas_and_a_shortfall_is_counted(
     fenced: Call = ("commit", [keys.lease, keys.inbound], ["nobody:1", GROUP, "nobody", 0, ""])
     await redis.script_load(source("commit"))  # no NOSCRIPT redo, which would WAIT again
     try:
-        replies, woken = await wire.send([fenced], {})
+        sent = await wire.send([fenced])
     finally:
         await wire.close()
-    assert (replies, woken) == ([0], [])
+    assert (sent.replies, sent.read, sent.woken) == ([0], {}, [])
     present = 1 if on_cluster else 0  # each cluster primary has one replica; the server none
     assert wire.shortfalls == (1 if replicas > present else 0)
 

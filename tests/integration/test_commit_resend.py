@@ -70,8 +70,8 @@ async def test_a_pipelined_commit_resent_through_the_wire_is_refused(
     names, args = encode(batch, keys, lease, CONSUMER)
     wire = Wire(redis, Settings(prefix=prefix, partitions=4, redis_cluster=on_cluster))
     try:
-        [first], _ = await wire.send([("commit", names, args)], {})
-        [again], _ = await wire.send([("commit", names, args)], {})
+        [first] = (await wire.send([("commit", names, args)])).replies
+        [again] = (await wire.send([("commit", names, args)])).replies
     finally:
         await wire.close()
     assert isinstance(first, list)

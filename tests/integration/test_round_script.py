@@ -47,7 +47,9 @@ async def separately(redis: Redis, calls: list[Call]) -> list[Any]:
 
 async def in_one_round(redis: Redis, calls: list[Call]) -> list[Any]:
     name, keys, args = bundle(calls)
-    return unbundle([await script(redis, name)(keys=keys, args=args)], len(calls))
+    replies, read = unbundle([await script(redis, name)(keys=keys, args=args)], len(calls))
+    assert read == {}, "no probes, no reads of them"
+    return replies
 
 
 def without_ids(reply: Any) -> Any:
@@ -91,8 +93,10 @@ async def test_one_owners_failure_leaves_the_others_answers_standing(
 
 def test_a_round_that_failed_as_a_whole_fails_every_call() -> None:
     error = ResponseError("NOSCRIPT")
-    assert unbundle([error], 3) == [error] * 3
-    assert all(isinstance(r, RuntimeError) for r in unbundle([[1, 2]], 3)), "a short answer"
+    assert unbundle([error], 3) == ([error] * 3, {})
+    replies, read = unbundle([[[1, 2], []]], 3)
+    assert all(isinstance(r, RuntimeError) for r in replies), "a short answer"
+    assert read == {}
 
 
 async def test_a_round_holding_a_commit_waits_for_replicas_and_a_round_of_reads_does_not(
@@ -107,10 +111,10 @@ async def test_a_round_holding_a_commit_waits_for_replicas_and_a_round_of_reads_
             ("read", [first.lease, first.inbound], [*fence, 10]),
             ("read", [second.lease, second.inbound], [*fence, 10]),
         ]
-        assert await wire.send(reads, {}) == ([0, 0], [])
+        assert (await wire.send(reads)).replies == [0, 0]
         assert wire.shortfalls == 0, "reads only: no WAIT"
         commit: Call = ("commit", [second.lease, second.inbound], [*fence, 0, ""])
-        assert await wire.send([reads[0], commit], {}) == ([0, 0], [])
+        assert (await wire.send([reads[0], commit])).replies == [0, 0]
         assert wire.shortfalls == 1, "a commit in the round: one WAIT, which no replica answers"
     finally:
         await wire.close()
