@@ -30,7 +30,7 @@
 | `TERMINUS_RETAIN_MS` | 0: off | archive final turns older than this (at least 2000), trim logs |
 | `TERMINUS_REDIS_CLUSTER` | 0 | 1: `REDIS_URL` names any node of a Redis Cluster |
 | `TERMINUS_TRACES` | 0 | 1: `terminus run` also exports every turn's spans (docs/traces.md) |
-| `TERMINUS_COALESCE_READS` | 0 | 1: the gateway's producer routes merge a read's deltas of a part |
+| `TERMINUS_COALESCE_READS` | 1 | 0: producer routes publish each provider event apart |
 | `TERMINUS_COMMIT_WAIT_REPLICAS` | 0 | >0: WAIT after each commit for this many replicas |
 | `TERMINUS_COMMIT_WAIT_MS` | 100 | how long that WAIT may block (a shortfall is logged) |
 | `TERMINUS_LATENCY_BUDGET_MS` | 16 | the latency a worker may add at light load: sets the linger |
@@ -112,7 +112,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     traces: bool = False  # `terminus run` runs `terminus traces` beside its workers
     # The gateway's producer routes publish each body read's deltas of one part as one event
     # (`Producer.coalesce_reads`, service/sdk/publisher.py).
-    coalesce_reads: bool = False
+    coalesce_reads: bool = True
     commit_wait_replicas: int = 0
     commit_wait_ms: int = 100
     # Rounds at light load (runtime/pump.py, _pace) go at most every linger: `linger_ms` when

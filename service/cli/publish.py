@@ -69,7 +69,8 @@ async def _publish(redis: Redis, settings: Settings, args: argparse.Namespace) -
         _prepare(path, provider, args.session, turn_id, number)
         for number, path in enumerate(args.files, start=1)
     ]
-    producer = _CountingProducer.from_settings(redis, settings)
+    # A file has no network reads: its events go as simulate makes them, one per provider event.
+    producer = _CountingProducer.from_settings(redis, settings, coalesce_reads=False)
     publisher = producer.turn(args.session, turn_id)
     await publisher.start()
     for number, prepared in enumerate(attempts, start=1):

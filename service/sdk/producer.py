@@ -51,7 +51,7 @@ class Producer:
         prefix: str = DEFAULT_PREFIX,
         fmt: Format = "json",
         coalesce_ms: int = 0,
-        coalesce_reads: bool = False,
+        coalesce_reads: bool = True,
         max_event_bytes: int = MAX_EVENT_BYTES,
         limits: UpstreamLimits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.time,
@@ -67,7 +67,8 @@ class Producer:
         self.fmt: Format = fmt
         self.coalesce_ms = coalesce_ms
         # Each call's deltas of one part (one network read of a provider's stream) as one event:
-        # fewer entries and frames at no latency (service/sdk/publisher.py).
+        # fewer entries and frames at no latency (service/sdk/publisher.py). On by default: a
+        # provider token was an entry, a frame and a reader's wake-up of its own (issue 37).
         self.coalesce_reads = coalesce_reads
         self.max_event_bytes = max_event_bytes
         self.limits = limits  # what its turns read from a provider, at most (docs/producers.md)

@@ -5,8 +5,9 @@ their seqs from one counter (`Seqs`), contiguous within each (step, attempt), an
 the producer's clock. Coalescing (`coalesce_ms` > 0) merges consecutive deltas of one part
 published within the window into one event: fewer entries and frames, at the price of up to
 `coalesce_ms` of added latency, and renumbers what it merged so no seq is skipped. The default,
-0, publishes every call at once; with `coalesce_reads` each call's deltas of one part (what one
-network read of the provider's stream carried) are merged the same way, at no latency.
+0, publishes every call at once; with `coalesce_reads` (the default) each call's deltas of one
+part (what one network read of the provider's stream carried) are merged the same way, at no
+latency: the text is the same, its frames split it where the reads fell.
 
 What the provider sent is bounded (`Producer.limits`): the adapter's wires end the attempt with
 an in-band error past an SSE bound, and each batch is made to fit the log before it is published

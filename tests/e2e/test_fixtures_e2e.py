@@ -160,7 +160,8 @@ def _text(value: bytes | str) -> str:
 
 async def run_cases(redis: Redis, prefix: str, cases: list[Case]) -> dict[str, list[str]]:
     """Publish every case at once, wait for the pool, and list what differs from simulate."""
-    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix)
+    # One event per provider event, as simulate makes them: the frames compare delta by delta.
+    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix, coalesce_reads=False)
     # Bounded, so the cases' pollers stay within the client's connection pool.
     slots = asyncio.Semaphore(PUBLISHING)
 

@@ -30,7 +30,7 @@ from terminus.service.gateway.tokens import mint
 from terminus.service.sdk.views import session_messages, session_updates
 from terminus.service.settings import Settings
 from tests.support.fake_provider import fake_provider
-from tests.support.tee_scenes import PROVIDERS, Answers, comparable, scenario
+from tests.support.tee_scenes import PROVIDERS, Answers, comparable_frames, scenario
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 FRONTENDS: Final = ROOT / "tests/frontends"
@@ -79,7 +79,7 @@ async def gateway(redis: Redis, prefix: str) -> AsyncIterator[Served]:
 def expected_frames(updates: list[SessionUpdate], model: str) -> list[SessionUpdate]:
     """simulate's frames as a producer that names `model` publishes them (its errors name it)."""
     frames = []
-    for frame in map(comparable, updates):
+    for frame in comparable_frames(updates):
         if isinstance(frame, Retrying | AgentError) and frame.error is not None:
             error = msgspec.structs.replace(frame.error, model=model)
             frame = msgspec.structs.replace(frame, error=error)
@@ -134,7 +134,7 @@ async def test_an_ai_sdk_turn_teed_from_node_is_what_simulate_gives(
     frames = await session_updates(
         gateway.redis, session, partitions=PARTITIONS, prefix=gateway.prefix
     )
-    assert [comparable(f) for f in frames] == expected_frames(expected.updates, model)
+    assert comparable_frames(frames) == expected_frames(expected.updates, model)
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))
@@ -156,7 +156,7 @@ async def test_a_provider_overloaded_until_the_cap_rejects_with_the_typed_error(
     frames = await session_updates(
         gateway.redis, session, partitions=PARTITIONS, prefix=gateway.prefix
     )
-    assert [comparable(f) for f in frames] == expected_frames(expected.updates, model)
+    assert comparable_frames(frames) == expected_frames(expected.updates, model)
 
 
 def app_dir(tmp_path: Path) -> Path:

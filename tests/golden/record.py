@@ -127,6 +127,7 @@ class Producers:
                 prefix=self.settings.prefix,
                 fmt=fmt,
                 coalesce_ms=5 if coalesce else 0,
+                coalesce_reads=False,  # the golden logs were recorded event for event
             )
         return self.made[fmt, coalesce]
 

@@ -12,13 +12,12 @@ from pathlib import Path
 from typing import Any, Final, NamedTuple
 
 import httpx
-import msgspec
 import pytest
 from redis.asyncio import Redis
 from serving import running_worker, serving
 
 from terminus.events.codec import decode_message
-from terminus.events.outbound import AgentError, AgentMessageChunk, Retrying, SessionUpdate
+from terminus.events.outbound import AgentMessageChunk, SessionUpdate
 from terminus.service.cli.simulate import simulate
 from terminus.service.gateway.producing import ProducerRate
 from terminus.service.gateway.routes import Limits, create_gateway
@@ -26,6 +25,7 @@ from terminus.service.gateway.tokens import mint
 from terminus.service.keys import Keys, partition_of
 from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
+from tests.support.tee_scenes import comparable, comparable_frames
 
 PARTITIONS: Final = 4
 SECRET: Final = b"producer-route-secret-0123456789"
@@ -42,7 +42,9 @@ class Gateway(NamedTuple):
 
 @pytest.fixture
 async def gateway(redis: Redis, prefix: str) -> AsyncIterator[Gateway]:
-    settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)
+    # One event per provider event: the frames are simulate's, each delta as the provider sent
+    # it (the default coalesces each body read's: `test_by_default_each_body_read...`).
+    settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100, coalesce_reads=False)
     app = create_gateway(redis, settings, SECRET)
     async with running_worker(redis, settings), serving(app) as base:
         yield Gateway(base, redis, prefix)
@@ -82,15 +84,6 @@ async def command(http: httpx.AsyncClient, path: str, session: str, after: str) 
             if line.startswith("data: "):
                 return json.loads(line.removeprefix("data: "))
     raise AssertionError("the commands stream ended without a command")
-
-
-def comparable(frame: SessionUpdate) -> SessionUpdate:
-    """Without its cursor, and a retry's reset time without the producer's clock."""
-    frame = msgspec.structs.replace(frame, cursor=None)
-    if isinstance(frame, Retrying | AgentError) and frame.error is not None:
-        error = msgspec.structs.replace(frame.error, reset_at_epoch_ms=None)
-        frame = msgspec.structs.replace(frame, error=error)
-    return frame
 
 
 async def committed(gw: Gateway, session: str, turn: str) -> tuple[Any, list[SessionUpdate]]:
@@ -266,12 +259,13 @@ async def test_producer_requests_are_rate_limited(redis: Redis, prefix: str) -> 
     assert int(statuses[-1].headers["retry-after"]) >= 1
 
 
-async def test_with_coalesce_reads_each_body_read_publishes_one_delta_of_a_part(
+async def test_by_default_each_body_read_publishes_one_delta_of_a_part(
     redis: Redis, prefix: str
 ) -> None:
-    """TERMINUS_COALESCE_READS: the same answer, POSTed in pieces, is fewer deltas (one per read
-    of the body at most, where the provider sent one per token) and the same message."""
-    settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100, coalesce_reads=True)
+    """TERMINUS_COALESCE_READS (on by default): the same answer, POSTed in pieces, is fewer
+    deltas (one per read of the body at most, where the provider sent one per token), the same
+    text and the same message."""
+    settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)
     gw = Gateway("", redis, prefix)
     async with (
         running_worker(redis, settings),
@@ -296,3 +290,4 @@ async def test_with_coalesce_reads_each_body_read_publishes_one_delta_of_a_part(
     deltas = [f for f in frames if isinstance(f, AgentMessageChunk)]
     provider_deltas = [f for f in expected.updates if isinstance(f, AgentMessageChunk)]
     assert 0 < len(deltas) < len(provider_deltas)
+    assert comparable_frames(frames) == comparable_frames(expected.updates)

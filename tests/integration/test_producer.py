@@ -9,6 +9,7 @@ from redis.asyncio import Redis
 
 from terminus.events.codec import EventTooLarge, decode_event
 from terminus.events.inbound import InboundEvent, TextDelta
+from terminus.events.outbound import AgentMessageChunk
 from terminus.service.cli.simulate import simulate
 from terminus.service.keys import FIELD, Keys, partition_of
 from terminus.service.sdk.producer import Producer
@@ -45,10 +46,18 @@ def fold_all(events: list[InboundEvent]) -> tuple[Turn, Outputs]:
 
 
 async def roundtrip(
-    redis: Redis, prefix: str, files: list[Path], provider: str, coalesce_ms: int
+    redis: Redis,
+    prefix: str,
+    files: list[Path],
+    provider: str,
+    coalesce_ms: int,
+    coalesce_reads: bool = False,
 ) -> tuple[Turn, Outputs]:
-    session = f"session-{coalesce_ms}"
-    producer = Producer(redis, partitions=4, prefix=prefix, coalesce_ms=coalesce_ms)
+    """The files published (each in one call: one read), read back from the log and folded."""
+    session = f"session-{coalesce_ms}" + ("-reads" if coalesce_reads else "")
+    producer = Producer(
+        redis, partitions=4, prefix=prefix, coalesce_ms=coalesce_ms, coalesce_reads=coalesce_reads
+    )
     await publish_files(producer, session, files, provider)
     log = await read_log(redis, Keys(partition_of(session, 4), prefix).inbound)
     return fold_all([e for e in log if e.session_id == session])
@@ -78,6 +87,23 @@ async def test_coalescing_merges_deltas_without_seq_gaps(redis: Redis, prefix: s
         1
         <= len(chunks)
         < len([f for f in plain.frames if f.__struct_config__.tag == "agent_message_chunk"])
+    )
+
+
+async def test_by_default_a_read_s_deltas_of_a_part_are_one_event(
+    redis: Redis, prefix: str
+) -> None:
+    """`coalesce_reads`, the default: each call (a network read) publishes one delta per part,
+    and the turn folds to the same message."""
+    files = [FIXTURES / "anthropic/text-recorded-fantasy.sse"]
+    assert Producer(redis).coalesce_reads
+    _, plain = await roundtrip(redis, prefix, files, "anthropic", coalesce_ms=0)
+    _, merged = await roundtrip(redis, prefix, files, "anthropic", 0, coalesce_reads=True)
+    assert merged.messages[-1].parts == plain.messages[-1].parts
+    chunks = [f for f in merged.frames if isinstance(f, AgentMessageChunk)]
+    assert len(chunks) == 1, "one read, one part: one delta"
+    assert chunks[0].delta == "".join(
+        f.delta for f in plain.frames if isinstance(f, AgentMessageChunk)
     )
 
 

@@ -1,11 +1,14 @@
 """The real `anthropic`, `openai` and `google-genai` clients, async and sync, teed into terminus
 (service/sdk/tee.py, tee_sync.py), against the fake provider with a real worker: the app iterates
 its SDK's own stream, and the persisted message and the session's frames are what
-`terminus simulate` gives on the same bytes."""
+`terminus simulate` gives on the same bytes: the frames' text split where the network reads fell
+(the producer coalesces each read's deltas of a part, by default), or exactly simulate's without
+that."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import NamedTuple, cast
@@ -27,7 +30,14 @@ from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
 from tests.support.fake_provider import Reply, fake_provider
 from tests.support.sdk_clients import SDK_CLIENTS, SdkClient, Seen
-from tests.support.tee_scenes import PROVIDERS, SSE, Answers, comparable, scenario
+from tests.support.tee_scenes import (
+    PROVIDERS,
+    SSE,
+    Answers,
+    comparable,
+    comparable_frames,
+    scenario,
+)
 
 PARTITIONS = 4
 
@@ -49,8 +59,17 @@ MODES = ["async", "sync"]
 
 @pytest.fixture
 async def runner(redis: Redis, prefix: str) -> AsyncIterator[TurnRunner]:
+    async with running_runner(redis, prefix) as turn_runner:
+        yield turn_runner
+
+
+@contextlib.asynccontextmanager
+async def running_runner(
+    redis: Redis, prefix: str, coalesce_reads: bool = True
+) -> AsyncIterator[TurnRunner]:
     settings = Settings(prefix=prefix, partitions=PARTITIONS, block_ms=100)
-    turn_runner = TurnRunner(Producer(redis, partitions=PARTITIONS, prefix=prefix), 30)
+    producer = Producer(redis, partitions=PARTITIONS, prefix=prefix, coalesce_reads=coalesce_reads)
+    turn_runner = TurnRunner(producer, 30)
     async with running_worker(redis, settings):
         yield turn_runner
     await turn_runner.close()
@@ -118,6 +137,23 @@ async def test_a_teed_sdk_turn_is_what_simulate_gives(
     assert expected.state == "finished"
     assert message == expected.message
     frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
+    assert comparable_frames(frames) == comparable_frames(expected.updates)
+
+
+@pytest.mark.parametrize("name", list(SDKS))
+async def test_without_coalescing_the_frames_are_simulate_s_own(
+    redis: Redis, prefix: str, tmp_path: Path, name: str
+) -> None:
+    """`coalesce_reads=False`: one event per provider event, so the frames are simulate's, each
+    delta as the provider sent it."""
+    sdk = SDKS[name]
+    replies, files = scenario("clean", sdk.answers, tmp_path)
+    session, turn = f"s-tee-{name}-plain", f"t-tee-{name}-plain"
+    async with running_runner(redis, prefix, coalesce_reads=False) as runner:
+        message = await teed_turn(runner, sdk, "async", replies, (session, turn), App([], []))
+    expected = simulate(files, provider=sdk.client.provider, session_id=session, turn_id=turn)
+    assert message == expected.message
+    frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
     assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]
 
 
@@ -137,7 +173,7 @@ async def test_a_provider_overloaded_until_the_cap_fails_the_turn_as_simulate_sa
     expected = simulate(files, provider=sdk.client.provider, session_id=session, turn_id=turn)
     assert expected.state == "failed"
     frames = await session_updates(redis, session, partitions=PARTITIONS, prefix=prefix)
-    assert [comparable(f) for f in frames] == [comparable(f) for f in expected.updates]
+    assert comparable_frames(frames) == comparable_frames(expected.updates)
 
 
 async def test_requests_outside_a_turn_pass_through(admin_redis: Redis, prefix: str) -> None:

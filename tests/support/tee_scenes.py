@@ -2,7 +2,8 @@
 clean answer, a cut then a retry, a 429 then a retry, and a provider overloaded until the attempts
 run out, each provider with its own answer and its own error bodies; each scene with the same
 bytes as `terminus simulate`'s files, and the frame comparison that leaves out what only a live
-producer has (cursors, its clock). Used by the Python tee's tests and the Node producer's."""
+producer has (cursors, its clock, where its network reads fell). Used by the Python tee's tests
+and the Node producer's."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from typing import Final, NamedTuple
 
 import msgspec
 
-from terminus.events.outbound import AgentError, Retrying, SessionUpdate
+from terminus.events.outbound import (
+    AgentError,
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    Retrying,
+    SessionUpdate,
+)
 from tests.support.fake_provider import Reply
 
 STREAMS: Final = Path(__file__).parents[1] / "fixtures/provider-streams"
@@ -122,6 +129,24 @@ def comparable(frame: SessionUpdate) -> SessionUpdate:
         error = msgspec.structs.replace(frame.error, reset_at_epoch_ms=None)
         frame = msgspec.structs.replace(frame, error=error)
     return frame
+
+
+def comparable_frames(frames: list[SessionUpdate]) -> list[SessionUpdate]:
+    """Each frame `comparable`, and each run of one part's deltas as one delta of their text: a
+    live producer publishes a network read's deltas of a part as one event (`coalesce_reads`,
+    the default), where simulate, which knows no reads, makes one per provider event."""
+    joined: list[SessionUpdate] = []
+    for frame in map(comparable, frames):
+        last = joined[-1] if joined else None
+        if (
+            isinstance(frame, AgentMessageChunk | AgentThoughtChunk)
+            and isinstance(last, AgentMessageChunk | AgentThoughtChunk)
+            and msgspec.structs.replace(last, delta="") == msgspec.structs.replace(frame, delta="")
+        ):
+            joined[-1] = msgspec.structs.replace(frame, delta=last.delta + frame.delta)
+        else:
+            joined.append(frame)
+    return joined
 
 
 def scenario(scene: str, answers: Answers, tmp_path: Path) -> tuple[list[Reply], list[Path]]:

@@ -34,10 +34,14 @@ Published = dict[str, list[tuple[str, InboundEvent]]]  # session -> (entry id, e
 
 
 class RecordingProducer(Producer):
-    """The producer SDK, retrying a publish until Redis takes it, recording what it published."""
+    """The producer SDK, retrying a publish until Redis takes it, recording what it published.
+    Each event it is given is published as it is (no `coalesce_reads`): the load is the plan's,
+    event for event, and `has_published` counts the plan's events."""
 
     def __init__(self, redis: Redis, settings: Settings, deadline_s: float = 60.0) -> None:
-        super().__init__(redis, partitions=settings.partitions, prefix=settings.prefix)
+        super().__init__(
+            redis, partitions=settings.partitions, prefix=settings.prefix, coalesce_reads=False
+        )
         self.published: Published = defaultdict(list)
         self.count = 0
         self.retries = 0
@@ -150,10 +154,10 @@ def planned_turns(plans: list[list[TurnPlan]]) -> list[tuple[str, str]]:
 
 
 class _Capture(Producer):
-    """A producer that keeps what it would publish."""
+    """A producer that keeps what it would publish, event for event (as `RecordingProducer`)."""
 
     def __init__(self) -> None:
-        super().__init__(cast(Redis, None))
+        super().__init__(cast(Redis, None), coalesce_reads=False)
         self.events: list[InboundEvent] = []
 
     async def publish(self, events: Iterable[InboundEvent]) -> list[bytes]:
