@@ -292,15 +292,14 @@ class PartitionOwner:
         """The MGET reply of `snapshot_keys(turn_ids)` (raises on an unreadable snapshot)."""
         self.fold.loaded(turn_ids, found)
 
-    def step_call(self, read: bool = True) -> Call:
-        """The next request: commit the batch in hand and read the next (without `read`, commit
-        it alone), or only read."""
-        count = 0 if self.stopping or not read else self.settings.batch_size
+    def step_call(self) -> Call:
+        """The next request: commit the batch in hand and read the next, or only read."""
+        count = 0 if self.stopping else self.settings.batch_size
         if self.batch is None:
-            args: list[Value] = [*self._fence(), count]
+            read: list[Value] = [*self._fence(), count]
             if self.seen:
-                args.append(self.seen)
-            return "read", [self.keys.lease, self.keys.inbound], args
+                read.append(self.seen)
+            return "read", [self.keys.lease, self.keys.inbound], read
         names, args = encode(self.batch, self.keys, self.lease, self.worker_id, count, self.seen)
         return "commit", names, args
 

@@ -92,9 +92,6 @@ class Pump:
         self.owners: dict[int, PartitionOwner] = {}
         self.running = False
         self.last_read = 0  # entries the last round read, all owners together
-        # The last round that read read something: entries flow, the next probes the idle
-        # owners after the linger rather than waiting for a log to grow.
-        self.flowing = False
         self.full_rounds = 0  # rounds in a row that came back full, the last one included
         self.stopping = False
         self._balance = balance
@@ -191,28 +188,13 @@ class Pump:
             self._rouse()
         busy = [o for o in self.owners.values() if o.busy]
         idle = [o for o in self.owners.values() if o.idle]
-        holding = [o for o in busy if o.holds_batch]
-        if holding and self._light():
-            # At light load on one Redis, what the last round read is committed at once and
-            # alone: reads wait for the linger, commits do not (`_light`).
-            await self._step(holding, [], read=False)
-        elif busy or (self.flowing and idle):
+        if busy:
             await self._pace()
             if await self._after_a_break():  # another lane's, during the linger
                 return
             await self._step(busy, idle)
         else:
             await self._wait(idle)
-
-    def _light(self) -> bool:
-        """Rounds linger (not under load, a linger left): on one Redis a round that holds
-        batches then commits them at once and reads nothing, and the next reads after the
-        linger. Each batch so gathers a whole linger of entries, where committing with the read
-        of the next (as under load, and always on a cluster) would pace the commit too, and
-        leave each read half the budget: at light load most of a round's cost is per partition
-        committed, not per entry (docs/performance.md, "Commits at once, reads after a
-        linger")."""
-        return not self.wire.cluster and not self.full and self.linger_s() > 0
 
     def _rouse(self) -> None:
         """On a cluster, while entries flow, every caught-up owner reads again next round: asking
@@ -242,20 +224,17 @@ class Pump:
             except Exception as exc:
                 self._end(owner, exc)
 
-    async def _step(
-        self, busy: list[PartitionOwner], idle: list[PartitionOwner], read: bool = True
-    ) -> None:
-        """One round trip: each busy owner's read or commit-and-read (without `read`, its commit
-        alone), and the probe of each idle owner."""
+    async def _step(self, busy: list[PartitionOwner], idle: list[PartitionOwner]) -> None:
+        """One pipeline: each busy owner's read or commit-and-read, one XREAD for the idle."""
         started = time.perf_counter()
-        await self._send_and_fold(busy, idle, started, read)
+        await self._send_and_fold(busy, idle, started)
         took = time.perf_counter() - started
         self.round_s += ROUND_WEIGHT * (took - self.round_s)
 
     async def _send_and_fold(
-        self, busy: list[PartitionOwner], idle: list[PartitionOwner], started: float, read: bool
+        self, busy: list[PartitionOwner], idle: list[PartitionOwner], started: float
     ) -> None:
-        calls = [owner.step_call(read) for owner in busy]
+        calls = [owner.step_call() for owner in busy]
         try:
             sent = await self.wire.send(calls, [owner.probe() for owner in idle])
         except TRANSIENT as exc:
@@ -268,7 +247,7 @@ class Pump:
         if broken is not None:  # one node's, on a cluster: what the others committed stands
             await self._start_over(broken)
             return
-        batches: list[tuple[PartitionOwner, list[Entry]]] = []
+        read: list[tuple[PartitionOwner, list[Entry]]] = []
         for owner, reply in answered:
             if owner.done:
                 continue  # dropped while its request was in flight
@@ -284,12 +263,10 @@ class Pump:
                     owner.lost_connection(exc)
                     continue
                 if entries:
-                    batches.append((owner, entries))
-        self.tally(sum(len(entries) for _, entries in batches))
-        if read:
-            self.flowing = bool(batches)
+                    read.append((owner, entries))
+        self.tally(sum(len(entries) for _, entries in read))
         self._wake(sent.woken, idle)
-        await self._fold(batches)
+        await self._fold(read)
 
     async def _fold(self, read: list[tuple[PartitionOwner, list[Entry]]]) -> None:
         """Decode and fold what each owner read, loading the turns they lack in one pipeline."""
@@ -360,9 +337,8 @@ class Pump:
         follows closely on the last, or on a wake-up, waits for the rest of the linger and carries
         what gathered meanwhile. A round after one that read a load (a quarter of a batch) goes at
         once: under load rounds are full and never wait. An owner coming or going ends the wait.
-        The price is latency: an entry waits up to one linger to be read; on one Redis its commit
-        then goes at once (`_light`), on a cluster with the next round's reads, after another
-        linger (docs/performance.md, "Rounds at light load")."""
+        The price is latency: an entry waits up to one linger to be read and up to one more for
+        its commit (docs/performance.md, "Rounds at light load")."""
         linger_s = self.linger_s()
         if linger_s > 0 and not self.full:
             left = self._paced_from + linger_s - time.monotonic()
@@ -381,17 +357,13 @@ class Pump:
     def linger_s(self) -> float:
         """`linger_ms` if set; else the longest linger that keeps the latency this pump adds
         within `latency_budget_ms`. Lingers count from a round's start: an entry waits up to one
-        to be read, then for the round that reads it and the one that commits it (`_light`),
-        and a reader's read. So what the budget leaves after two rounds and the slack, and none
-        once rounds take the budget themselves (under load they seldom wait anyway). On a
-        cluster the commit goes with the next round's reads, a linger later: half of what the
-        budget leaves after one round and the slack."""
+        to be read and up to another for the round that commits it, then for that round's reply
+        and a reader's read. So half of what the budget leaves after a round and the slack, and
+        none once rounds take the budget themselves (under load they seldom wait anyway)."""
         if self.settings.linger_ms is not None:
             return self.settings.linger_ms / 1000
         budget_s = self.settings.latency_budget_ms / 1000
-        if self.wire.cluster:
-            return max(0.0, (budget_s - SLACK_S - self.round_s) / 2)
-        return max(0.0, budget_s - SLACK_S - 2 * self.round_s)
+        return max(0.0, (budget_s - SLACK_S - self.round_s) / 2)
 
     def _end(self, owner: PartitionOwner, error: BaseException | None = None) -> None:
         if self.owners.get(owner.partition) is owner:

@@ -43,12 +43,12 @@ def failing(before_send: set[int], after_apply: set[int]) -> Iterator[list[str]]
     calls, replies = itertools.count(), itertools.count()
     failed: list[str] = []
 
-    def step_call(owner: PartitionOwner, read: bool = True) -> Any:
+    def step_call(owner: PartitionOwner) -> Any:
         n = next(calls)
         if owner.batch is not None and n in before_send:
             failed.append("before send")
             raise Injected(f"call {n}: folded, never sent")
-        return original_call(owner, read)
+        return original_call(owner)
 
     def stepped(owner: PartitionOwner, reply: Any, seconds: float = 0.0) -> Any:
         n = next(replies)

@@ -85,11 +85,11 @@ def one_request_each() -> Iterator[list[str]]:
     in_flight: set[int] = set()
     clashes: list[str] = []
 
-    def step_call(owner: PartitionOwner, read: bool = True) -> Any:
+    def step_call(owner: PartitionOwner) -> Any:
         if owner.partition in in_flight:
             clashes.append(f"partition {owner.partition} stepped twice")
         in_flight.add(owner.partition)
-        return original_call(owner, read)
+        return original_call(owner)
 
     def stepped(owner: PartitionOwner, reply: Any, seconds: float = 0.0) -> Any:
         in_flight.discard(owner.partition)
