@@ -18,7 +18,7 @@ from serving import running_worker, serving
 
 from terminus.events.codec import decode_message
 from terminus.events.outbound import AgentMessageChunk, SessionUpdate
-from terminus.service.cli.simulate import simulate
+from terminus.service.cli.simulate import Outcome, simulate
 from terminus.service.gateway.producing import ProducerRate
 from terminus.service.gateway.routes import Limits, create_gateway
 from terminus.service.gateway.tokens import mint
@@ -30,7 +30,8 @@ from tests.support.tee_scenes import comparable, comparable_frames
 PARTITIONS: Final = 4
 SECRET: Final = b"producer-route-secret-0123456789"
 STREAMS: Final = Path(__file__).parents[1] / "fixtures/provider-streams"
-ANSWER: Final = (STREAMS / "anthropic/text-recorded-fantasy.sse").read_bytes()
+ANSWER_FILE: Final = STREAMS / "anthropic/text-recorded-fantasy.sse"
+ANSWER: Final = ANSWER_FILE.read_bytes()
 RATE_BODY: Final = b'{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}'
 
 
@@ -62,10 +63,21 @@ async def pieces(data: bytes, size: int = 97) -> AsyncIterator[bytes]:
 
 
 async def post_attempt(
-    http: httpx.AsyncClient, path: str, session: str, body: bytes, **headers: str
+    http: httpx.AsyncClient,
+    path: str,
+    session: str,
+    body: bytes | AsyncIterator[bytes],
+    **headers: str,
 ) -> httpx.Response:
+    """The body POSTed as the pieces given, or in `pieces` of the default size."""
     sent = {"x-terminus-provider": "anthropic", **producer_token(session), **headers}
-    return await http.post(path + "/attempts", headers=sent, content=pieces(body))
+    content = pieces(body) if isinstance(body, bytes) else body
+    return await http.post(path + "/attempts", headers=sent, content=content)
+
+
+def simulated_answer(session: str, turn: str) -> Outcome:
+    """What simulate makes of `ANSWER` as one attempt of the turn."""
+    return simulate([ANSWER_FILE], provider="anthropic", session_id=session, turn_id=turn)
 
 
 async def decision(http: httpx.AsyncClient, path: str, session: str, after: str) -> str:
@@ -102,12 +114,7 @@ async def test_an_attempt_posted_as_raw_bytes_is_what_simulate_gives(gateway: Ga
         published = answer.json()
         assert (published["step"], published["attempt"]) == (1, 1)
         assert await decision(http, path, session, published["commands_from"]) == "turn_concluded"
-    expected = simulate(
-        [STREAMS / "anthropic/text-recorded-fantasy.sse"],
-        provider="anthropic",
-        session_id=session,
-        turn_id=turn,
-    )
+    expected = simulated_answer(session, turn)
     message, frames = await committed(gateway, session, turn)
     assert message is not None
     assert message == expected.message
@@ -274,17 +281,11 @@ async def test_by_default_each_body_read_publishes_one_delta_of_a_part(
         session, turn = "s-http-merged", "t-http-merged"
         path = f"{base}/v1/sessions/{session}/turns/{turn}"
         async with httpx.AsyncClient(timeout=30) as http:
-            sent = {"x-terminus-provider": "anthropic", **producer_token(session)}
-            answer = await http.post(path + "/attempts", headers=sent, content=pieces(ANSWER, 2048))
+            answer = await post_attempt(http, path, session, pieces(ANSWER, 2048))
             assert answer.status_code == 200, answer.text
             commands_from = answer.json()["commands_from"]
             assert await decision(http, path, session, commands_from) == "turn_concluded"
-    expected = simulate(
-        [STREAMS / "anthropic/text-recorded-fantasy.sse"],
-        provider="anthropic",
-        session_id=session,
-        turn_id=turn,
-    )
+    expected = simulated_answer(session, turn)
     message, frames = await committed(gw, session, turn)
     assert message == expected.message
     deltas = [f for f in frames if isinstance(f, AgentMessageChunk)]
