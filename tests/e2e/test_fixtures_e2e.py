@@ -31,9 +31,13 @@ from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.views import session_updates
 from terminus.service.settings import Settings
+from terminus.statemachines.fold import evolve
+from terminus.statemachines.outputs import Outputs
 from terminus.statemachines.states import FINAL_STATES, TurnState
 from terminus.statemachines.turn import Turn
+from tests.support.faults.load import CapturingProducer
 from tests.support.polling import until
+from tests.support.tee_scenes import comparable_frames
 
 FIXTURES: Final = Path(__file__).parent.parent / "fixtures" / "provider-streams"
 PARTITIONS: Final = 4
@@ -202,3 +206,23 @@ async def test_demo_scenarios_through_the_pool_match_simulate(redis: Redis, pref
     assert await run_cases(redis, prefix, cases) == {}
     assert [case.expected.state for case in cases] == ["finished"] * 4 + ["failed"]
     assert [len(case.expected.attempts) for case in cases] == [1, 2, 2, 2, 3]
+
+
+@pytest.mark.parametrize("name", fixture_names())
+async def test_each_fixture_coalesced_as_one_read_folds_to_simulate_s_text(name: str) -> None:
+    """The default producer (`coalesce_reads`) on each capture published in one call, as if it
+    came in one network read, and folded: the message simulate gives, and its frames with each
+    run of a part's deltas as one text."""
+    producer = CapturingProducer(coalesce_reads=True)
+    turn = producer.turn("s-1", "t-1")
+    await turn.start()
+    await publish_attempt(turn, FIXTURES / name, provider_of(name), attempt=1)
+    folded: Turn | None = None
+    out = Outputs()
+    for event in producer.events:
+        folded, _ = evolve(folded, event, out=out)
+    expected = simulate(
+        [FIXTURES / name], provider=provider_of(name), session_id="s-1", turn_id="t-1"
+    )
+    assert (out.messages[-1] if out.messages else None) == expected.message
+    assert comparable_frames(out.frames) == comparable_frames(expected.updates)

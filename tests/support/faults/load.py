@@ -153,11 +153,12 @@ def planned_turns(plans: list[list[TurnPlan]]) -> list[tuple[str, str]]:
     return [(plan.session_id, plan.turn_id) for turns in plans for plan in turns]
 
 
-class _Capture(Producer):
-    """A producer that keeps what it would publish, event for event (as `RecordingProducer`)."""
+class CapturingProducer(Producer):
+    """A producer that keeps what it would publish, without Redis; event for event (as
+    `RecordingProducer`) unless asked to coalesce each call's deltas."""
 
-    def __init__(self) -> None:
-        super().__init__(cast(Redis, None), coalesce_reads=False)
+    def __init__(self, coalesce_reads: bool = False) -> None:
+        super().__init__(cast(Redis, None), coalesce_reads=coalesce_reads)
         self.events: list[InboundEvent] = []
 
     async def publish(self, events: Iterable[InboundEvent]) -> list[bytes]:
@@ -168,7 +169,7 @@ class _Capture(Producer):
 
 async def numbered_events(plan: TurnPlan) -> list[InboundEvent]:
     """The events `publish_turn` publishes for `plan`, numbered by the SDK, in order."""
-    capture = _Capture()
+    capture = CapturingProducer()
     await publish_turn(capture, plan)
     return capture.events
 
