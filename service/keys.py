@@ -62,60 +62,44 @@ def partition_of(session_id: str, partitions: int) -> int:
 class Keys:
     """Key names of one partition under one prefix."""
 
-    __slots__ = ("partition", "prefix", "root")
+    # The partition's own keys, named once: a pump asks for some of them for every owner and
+    # round.
+    __slots__ = (
+        "archived",
+        "commands",
+        "dead",
+        "epoch",
+        "inbound",
+        "lease",
+        "metrics",
+        "open_turns",
+        "partition",
+        "prefix",
+        "resting",
+        "root",
+        "traces_mark",
+        "transitions",
+    )
 
     def __init__(self, partition: int, prefix: str = DEFAULT_PREFIX) -> None:
         self.partition = partition
         self.prefix = prefix
-        self.root = f"{prefix}:{{{partition}}}"
-
-    @property
-    def inbound(self) -> str:
-        return f"{self.root}:in"
-
-    @property
-    def commands(self) -> str:
-        return f"{self.root}:commands"
-
-    @property
-    def dead(self) -> str:
-        return f"{self.root}:dead"
-
-    @property
-    def open_turns(self) -> str:
-        return f"{self.root}:turns"
-
-    @property
-    def archived(self) -> str:
-        return f"{self.root}:archived"
-
-    @property
-    def resting(self) -> str:
-        return f"{self.root}:resting"
-
-    @property
-    def transitions(self) -> str:
-        return f"{self.root}:transitions"
-
-    @property
-    def traces_mark(self) -> str:
-        return f"{self.root}:traces-mark"
+        self.root = root = f"{prefix}:{{{partition}}}"
+        self.inbound = f"{root}:in"
+        self.commands = f"{root}:commands"
+        self.dead = f"{root}:dead"
+        self.open_turns = f"{root}:turns"
+        self.archived = f"{root}:archived"
+        self.resting = f"{root}:resting"
+        self.transitions = f"{root}:transitions"
+        self.traces_mark = f"{root}:traces-mark"
+        self.lease = f"{root}:lease"
+        self.epoch = f"{root}:epoch"
+        self.metrics = f"{root}:metrics"
 
     def marks(self, stream: str) -> str:
         """The release marks of `stream`, one of this partition's `transitions` or `commands`."""
         return f"{stream}-marks"
-
-    @property
-    def lease(self) -> str:
-        return f"{self.root}:lease"
-
-    @property
-    def epoch(self) -> str:
-        return f"{self.root}:epoch"
-
-    @property
-    def metrics(self) -> str:
-        return f"{self.root}:metrics"
 
     def session(self, session_id: str) -> str:
         return f"{self.root}:session:{session_id}"

@@ -53,9 +53,3 @@ async def last_id(redis: Redis, key: str) -> str:
     """The id of the stream's last entry, START ("0-0") if it is empty or missing."""
     last = cast("list[StreamEntry]", await redis.xrevrange(key, count=1))
     return last[0][0].decode() if last else START
-
-
-async def zrange_due(redis: Redis, key: str, until: int, limit: int) -> list[str]:
-    """Members scored at most `until`, lowest first."""
-    due = cast("list[bytes]", await redis.zrangebyscore(key, "-inf", until, 0, limit))
-    return [member.decode() for member in due]

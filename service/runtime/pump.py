@@ -46,6 +46,7 @@ from terminus.service.fold.commit import CommitAlreadyApplied, LeaseLost
 from terminus.service.redis.connect import TRANSIENT
 from terminus.service.redis.replies import StreamReply
 from terminus.service.runtime.owner import PartitionOwner
+from terminus.service.runtime.stall import scan_all
 from terminus.service.runtime.wire import Sent, Wire
 from terminus.service.settings import Settings
 
@@ -215,14 +216,23 @@ class Pump:
                 self._end(owner, exc)
 
     async def _tick_stalls(self) -> None:
-        for owner in [o for o in self.owners.values() if o.stalls_due]:
-            try:
-                await owner.stalls.tick()
-            except TRANSIENT as exc:  # appends are fenced and at most once per position
-                await self._start_over(exc)
-                return
-            except Exception as exc:
-                self._end(owner, exc)
+        """Every owner whose stall scan is due scans, all in one (`scan_all`)."""
+        now = time.monotonic()
+        due = [o for o in self.owners.values() if o.stalls_due(now)]
+        if not due:
+            return
+        try:
+            outcomes: Sequence[int | Exception] = await scan_all(
+                self.redis, [o.stalls for o in due]
+            )
+        except TRANSIENT as exc:  # appends are fenced and at most once per position
+            await self._start_over(exc)
+            return
+        except Exception as exc:  # the server's clock could not be read: no scan was made
+            outcomes = [exc] * len(due)
+        for owner, outcome in zip(due, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                self._end(owner, outcome)
 
     async def _step(self, busy: list[PartitionOwner], idle: list[PartitionOwner]) -> None:
         """One pipeline: each busy owner's read or commit-and-read, one XREAD for the idle."""
@@ -295,6 +305,8 @@ class Pump:
             self._end(owner, exc)
 
     def _wake(self, woken: StreamReply, idle: Sequence[PartitionOwner]) -> None:
+        if not woken:  # always, on one Redis: its rounds read grown logs at once
+            return
         by_stream = {o.keys.inbound.encode(): o for o in idle}
         for stream, _ in woken:
             owner = by_stream.get(stream)

@@ -11,7 +11,9 @@ from typing import Any, Final, Protocol, TypeVar, cast
 import msgspec
 import pytest
 from redis.asyncio import Redis
+from redis.exceptions import ResponseError
 
+from bench.common.redis_ops import server_usage
 from terminus.events.codec import decode_event
 from terminus.events.inbound import (
     AttemptStalled,
@@ -29,7 +31,7 @@ from terminus.service.fold.applier import PartitionFold, Timeouts, entry_ms
 from terminus.service.keys import FIELD, Keys, keys_for_session
 from terminus.service.redis.replies import StreamEntry
 from terminus.service.runtime.leases import Leases, lease_value
-from terminus.service.runtime.stall import StallTimer
+from terminus.service.runtime.stall import StallTimer, scan_all
 from terminus.service.runtime.worker import Worker
 from terminus.service.sdk.producer import Producer
 from terminus.service.sdk.views import session_updates
@@ -208,10 +210,12 @@ async def test_a_turn_whose_tools_never_report_fails_after_the_tool_timeout(
     assert len([f for f in frames if isinstance(f, AgentError)]) == 1
 
 
-async def _timer(redis: Redis, prefix: str, worker_id: str, epoch: int) -> StallTimer:
-    """A stall timer of the session's partition holding `worker_id:epoch`, with one streaming
-    turn due since the epoch of time."""
-    keys = keys_of(prefix)
+async def _timer(
+    redis: Redis, prefix: str, worker_id: str, epoch: int, keys: Keys | None = None
+) -> StallTimer:
+    """A stall timer of the session's partition (or of `keys`') holding `worker_id:epoch`, with
+    one streaming turn due since the epoch of time."""
+    keys = keys or keys_of(prefix)
     settings = Settings(prefix=prefix, partitions=PARTITIONS, stall_timeout_ms=SHORT_MS)
     timeouts = Timeouts(settings.stall_timeout_ms, settings.tool_timeout_ms)
     fold = PartitionFold(keys, settings.core(), timeouts, settings.session_maxlen)
@@ -239,3 +243,40 @@ async def test_a_timer_without_the_lease_appends_nothing(redis: Redis, prefix: s
     timer = await _timer(redis, prefix, "worker-a", 1)
     assert await timer.scan() == 0
     assert await redis.xlen(keys.inbound) == 0
+
+
+async def _held_timers(redis: Redis, prefix: str, partitions: range) -> list[StallTimer]:
+    """A timer of each partition, each holding its lease and one due turn."""
+    timers = []
+    for partition in partitions:
+        keys = Keys(partition, prefix)
+        assert await Leases(redis, prefix).acquire(partition, "worker-a", 10_000) == 1
+        timers.append(await _timer(redis, prefix, "worker-a", 1, keys))
+    return timers
+
+
+async def test_timers_scanned_together_read_the_clock_once_and_each_set_once(
+    redis: Redis, admin_redis: Redis, prefix: str, on_cluster: bool
+) -> None:
+    if on_cluster:
+        pytest.skip("counts the commands of one server")
+    timers = await _held_timers(redis, prefix, range(3))
+    before = await server_usage(admin_redis)
+    assert await scan_all(redis, timers) == [1, 1, 1]
+    calls = (await server_usage(admin_redis)).minus(before).commands
+    assert (calls["time"][0], calls["zrangebyscore"][0]) == (1, 3)
+    for timer in timers:
+        [(_, stalled)] = await log_entries(redis, timer.keys.inbound)
+        assert isinstance(stalled, AttemptStalled)
+
+
+async def test_a_set_that_is_no_sorted_set_fails_its_timer_alone(redis: Redis, prefix: str) -> None:
+    timers = await _held_timers(redis, prefix, range(3))
+    broken = timers[1].keys.open_turns
+    await redis.delete(broken)
+    await redis.set(broken, "not a sorted set")
+    first, failed, last = await scan_all(redis, timers)
+    assert (first, last) == (1, 1)
+    assert isinstance(failed, ResponseError)
+    assert "WRONGTYPE" in str(failed)
+    assert await redis.xlen(timers[1].keys.inbound) == 0
