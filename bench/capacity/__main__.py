@@ -3,13 +3,16 @@
     python -m bench.capacity [--json] [--turns-per-s 50] [--subscribers 1] [--retain-s 600]
                              [--inputs bench/capacity/inputs.json]
     python -m bench.capacity --measure [--loads 25,50,100] [--seconds 10] [--gateway-us US]
+                             [--one-delta-per-token]
     python -m bench.capacity --check-cluster [--check-turns 60] [--repeat 2]
 
 Without flags: the worked examples (10k, 100k and 1M turns in flight) from the inputs committed
 in `--inputs`. `--measure` measures the inputs on this machine first (bench/capacity/measure.py,
 a few minutes) and writes them there. `--check-cluster` then predicts a local 3-shard cluster's
 CPU and memory and runs it (bench/capacity/check.py). Redis is a private redis-server unless
-`--redis-url` names one, and the cluster a private local one unless `--cluster-url` does.
+`--redis-url` names one, and the cluster a private local one unless `--cluster-url` does. The
+realistic runs publish as the default producer does, one delta per network read
+(`coalesce_reads`); `--one-delta-per-token` publishes a delta per token instead.
 """
 
 from __future__ import annotations
@@ -76,7 +79,13 @@ async def cluster_check(args: argparse.Namespace, inputs: Inputs, log_dir: Path)
             where = Where(url=url, given=args.cluster_url is not None, cluster=True)
             runs.append(
                 await check.check_once(
-                    where, inputs, args.check_turns, args.check_seconds, args.seed, log_dir
+                    where,
+                    inputs,
+                    args.check_turns,
+                    args.check_seconds,
+                    args.seed,
+                    log_dir,
+                    coalesce=not args.one_delta_per_token,
                 )
             )
     return runs
@@ -142,6 +151,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--check-seconds", type=float, default=10.0, help="length of the cluster run")
     add("--repeat", type=int, default=2, help="cluster runs, each on a new cluster")
     add("--seed", type=int, default=1, help="seed of the realistic workload")
+    add(
+        "--one-delta-per-token",
+        action="store_true",
+        help="publish a delta per token, not one per network read as the default producer does",
+    )
     add("--redis-url", default=None, help="use this Redis, not a private one")
     add("--cluster-url", default=None, help="use this cluster (a node), not a private one")
     add("--no-cluster", action="store_true", help="measure costs on one Redis only")

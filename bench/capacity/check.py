@@ -66,13 +66,20 @@ def compare(predicted: Figures, measured: Figures) -> dict[str, Any]:
 
 
 async def check_once(
-    where: Where, inputs: Inputs, turns: int, seconds: float, seed: int, log_dir: Path
+    where: Where,
+    inputs: Inputs,
+    turns: int,
+    seconds: float,
+    seed: int,
+    log_dir: Path,
+    *,
+    coalesce: bool = True,
 ) -> dict[str, Any]:
     """One prediction and one run of the cluster."""
     schedule = build(Model(turns=turns, seconds=seconds), seed)
     predicted, from_one = predict(inputs, schedule), predict(inputs, schedule, cluster=False)
     weighed = Weighed(where)
-    report = await realistic(where, turns, seconds, seed, log_dir, weighed)
+    report = await realistic(where, turns, seconds, seed, log_dir, weighed, coalesce=coalesce)
     assert weighed.footprint is not None
     measured = Figures(
         worker_us_per_token=report["realistic_worker_cpu_us_per_token"],

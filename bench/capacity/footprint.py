@@ -14,7 +14,6 @@ from redis.asyncio import Redis
 
 from bench.e2e.schedule import Schedule
 from bench.soak.verify import memory_by_kind
-from terminus.events.inbound import TextDelta
 
 
 class Footprint(NamedTuple):
@@ -37,11 +36,10 @@ class Footprint(NamedTuple):
 
 
 def written(schedule: Schedule) -> tuple[int, int]:
-    """Provider tokens and turns a schedule publishes, prelude included: each text delta of
-    the prelude is one token (today's producer), as `Schedule.tokens` counts them after it."""
-    prelude_tokens = sum(isinstance(e, TextDelta) for e in schedule.prelude)
+    """Provider tokens and turns a schedule publishes, prelude included, however many tokens
+    each of its deltas carries."""
     turns = {e.turn_id for e in schedule.prelude} | {e.turn_id for e in schedule.events}
-    return schedule.tokens + prelude_tokens, len(turns)
+    return schedule.tokens + schedule.prelude_tokens, len(turns)
 
 
 async def weigh(redis: Redis, prefix: str, schedule: Schedule) -> Footprint:

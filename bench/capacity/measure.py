@@ -44,20 +44,32 @@ class Where(msgspec.Struct, frozen=True, kw_only=True):
     cluster: bool = False
 
 
-def e2e_args(where: Where, turns: int, seconds: float, seed: int) -> argparse.Namespace:
-    """`bench.e2e --realistic`'s arguments for one run."""
+def e2e_args(
+    where: Where, turns: int, seconds: float, seed: int, *, coalesce: bool = True
+) -> argparse.Namespace:
+    """`bench.e2e --realistic`'s arguments for one run: with `coalesce`, each network read's
+    tokens are published as one delta, as the default producer does (`coalesce_reads`)."""
     argv = ["--realistic", "--turns", str(turns), "--seconds", str(seconds), "--seed", str(seed)]
     argv += ["--redis-url", where.url] if where.given else []
+    argv += ["--coalesce-reads"] if coalesce else []
     return e2e_parse([*argv, "--cluster"] if where.cluster else argv)
 
 
 async def realistic(
-    where: Where, turns: int, seconds: float, seed: int, log_dir: Path, then: Then | None = None
+    where: Where,
+    turns: int,
+    seconds: float,
+    seed: int,
+    log_dir: Path,
+    then: Then | None = None,
+    *,
+    coalesce: bool = True,
 ) -> dict[str, Any]:
-    """One realistic run's report; its worker is stopped and its keys deleted whatever
-    happens."""
+    """One realistic run's report (`e2e_args`); its worker is stopped and its keys deleted
+    whatever happens."""
     redis = connect(where.url, cluster=where.cluster)
-    run = Run(e2e_args(where, turns, seconds, seed), redis, where.url, log_dir)
+    args = e2e_args(where, turns, seconds, seed, coalesce=coalesce)
+    run = Run(args, redis, where.url, log_dir)
     try:
         return await realistic_phase(run, then)
     finally:
@@ -94,21 +106,38 @@ class Weighed:
 
 
 async def cluster_costs(
-    where: Where, loads: Sequence[int], seconds: float, seed: int, log_dir: Path
+    where: Where,
+    loads: Sequence[int],
+    seconds: float,
+    seed: int,
+    log_dir: Path,
+    *,
+    coalesce: bool = True,
 ) -> list[dict[str, Any]]:
     """A realistic run at each load on a cluster."""
-    return [await realistic(where, turns, seconds, seed, log_dir) for turns in sorted(loads)]
+    return [
+        await realistic(where, turns, seconds, seed, log_dir, coalesce=coalesce)
+        for turns in sorted(loads)
+    ]
 
 
 async def costs_and_footprint(
-    where: Where, loads: Sequence[int], seconds: float, seed: int, log_dir: Path
+    where: Where,
+    loads: Sequence[int],
+    seconds: float,
+    seed: int,
+    log_dir: Path,
+    *,
+    coalesce: bool = True,
 ) -> tuple[list[dict[str, Any]], Footprint]:
     """A realistic run at each load, the highest last and weighed."""
     reports, weighed = [], Weighed(where)
     ordered = sorted(loads)
     for turns in ordered:
         then = weighed if turns == ordered[-1] else None
-        reports.append(await realistic(where, turns, seconds, seed, log_dir, then))
+        reports.append(
+            await realistic(where, turns, seconds, seed, log_dir, then, coalesce=coalesce)
+        )
     assert weighed.footprint is not None
     return reports, weighed.footprint
 
@@ -148,12 +177,15 @@ async def measure(
     where: Where, cluster: Where | None, args: argparse.Namespace, log_dir: Path
 ) -> tuple[Inputs, dict[str, Any]]:
     """The inputs, and the reports they came from; costs on a cluster only with `cluster`."""
+    coalesce = not args.one_delta_per_token
     reports, footprint = await costs_and_footprint(
-        where, args.loads, args.seconds, args.seed, log_dir
+        where, args.loads, args.seconds, args.seed, log_dir, coalesce=coalesce
     )
     on_cluster = []
     if cluster is not None:
-        on_cluster = await cluster_costs(cluster, args.loads, args.seconds, args.seed, log_dir)
+        on_cluster = await cluster_costs(
+            cluster, args.loads, args.seconds, args.seed, log_dir, coalesce=coalesce
+        )
     if args.gateway_us is None:
         given = where.url if where.given else None
         fan = await asyncio.to_thread(fanout, given, args.fanout_seconds)
@@ -170,6 +202,7 @@ async def measure(
         "loads_turns": sorted(args.loads),
         "seconds": args.seconds,
         "seed": args.seed,
+        "producer": reports[0]["realistic_producer"],
         "footprint_tokens": footprint.tokens,
         "footprint_turns": footprint.turns,
         "footprint_keys": footprint.keys_by_kind,

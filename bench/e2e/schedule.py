@@ -59,6 +59,7 @@ class Schedule(NamedTuple):
     turns: list[list[Publish]]  # each turn's publishes after the clock, in order
     sessions: list[str]
     tokens: int  # provider tokens published after the clock
+    prelude_tokens: int  # provider tokens the prelude published
     reads: int  # network reads published after the clock
     concurrency: float  # turns in flight, on average over [0, seconds)
     started: int  # turns started after the clock
@@ -159,12 +160,13 @@ def build(model: Model, seed: int, deltas_of: DeltasOf = one_delta_per_token) ->
     prelude: list[InboundEvent] = []
     events: list[InboundEvent] = []
     turns: list[list[Publish]] = []
-    reads = 0
+    reads = prelude_tokens = 0
     for index, turn in enumerate(placed):
         publishes: list[Publish] = []
         for batch in batches(turn, index, deltas_of):
             if batch.at_s < 0:
                 prelude += batch.events
+                prelude_tokens += batch.tokens
             elif batch.at_s < model.seconds:
                 publishes.append(Publish(batch.at_s, len(events), len(batch.events), batch.tokens))
                 events += marked(batch.events, len(events))
@@ -178,6 +180,7 @@ def build(model: Model, seed: int, deltas_of: DeltasOf = one_delta_per_token) ->
         turns=turns,
         sessions=sorted({t.session for t in placed}),
         tokens=sum(p.tokens for ps in turns for p in ps),
+        prelude_tokens=prelude_tokens,
         reads=reads,
         concurrency=in_flight / model.seconds,
         started=sum(t.start_s >= 0 for t in placed),

@@ -19,12 +19,14 @@ from bench.e2e.schedule import build
 @pytest.mark.skipif(
     os.environ.get("TERMINUS_TEST_REDIS_TLS") == "1", reason="the benchmark runs on plain TCP"
 )
+@pytest.mark.parametrize("per_token", [False, True], ids=["default producer", "delta per token"])
 async def test_measure_writes_costs_by_load_and_bytes_by_key_kind(
-    redis_url: str, tmp_path: Path
+    redis_url: str, tmp_path: Path, per_token: bool
 ) -> None:
     path = tmp_path / "inputs.json"
     argv = ["--measure", "--loads", "4,8", "--seconds", "2", "--seed", "5", "--gateway-us", "40"]
     argv += ["--inputs", str(path), "--redis-url", redis_url, "--no-cluster"]
+    argv += ["--one-delta-per-token"] if per_token else []
     out = await main_async(parse(argv), tmp_path)
 
     inputs = load_inputs(path)
@@ -40,9 +42,15 @@ async def test_measure_writes_costs_by_load_and_bytes_by_key_kind(
     tokens, turns = written(build(Model(turns=8, seconds=2.0), 5))
     assert inputs.measured["footprint_tokens"] == tokens
     assert inputs.tokens_per_turn == pytest.approx(tokens / turns)
-    # A frame per delta: at least one stored frame of one session per token.
+    # A frame per delta: at least one per token when each token is a delta; fewer when a network
+    # read's tokens are one delta, as the default producer publishes them.
     assert inputs.bytes_per_token["session"] > 0
-    assert inputs.frames_per_token >= 1
+    if per_token:
+        assert inputs.frames_per_token >= 1
+        assert "one text-delta per provider token" in str(inputs.measured["producer"])
+    else:
+        assert inputs.frames_per_token < 1
+        assert "coalesce_reads" in str(inputs.measured["producer"])
     assert inputs.gateway_us_per_frame == 40
     assert [e["demand"]["concurrent_turns"] for e in out["examples"]] == [
         10_000,

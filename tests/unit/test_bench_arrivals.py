@@ -98,3 +98,12 @@ def test_a_coalescing_producer_publishes_fewer_entries_for_the_same_tokens() -> 
         [p.at_s for p in ps] for ps in schedule().turns
     ]
     assert len(coalesced.events) < len(schedule().events)
+
+
+def test_the_prelude_s_tokens_are_counted_however_many_each_delta_carries() -> None:
+    """Bytes per token divide by these: a read's tokens as one delta are still its tokens."""
+    per_token, per_read = schedule(), build(MODEL, 1, one_delta_per_read)
+    assert per_token.prelude_tokens == sum(isinstance(e, TextDelta) for e in per_token.prelude)
+    assert per_read.prelude_tokens == per_token.prelude_tokens
+    assert sum(isinstance(e, TextDelta) for e in per_read.prelude) < per_read.prelude_tokens
+    assert per_read.tokens == per_token.tokens
