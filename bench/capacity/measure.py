@@ -150,6 +150,14 @@ def fanout(redis_url: str | None, seconds: float) -> dict[str, Any]:
     if done.returncode:
         raise RuntimeError(f"bench.fanout failed:\n{done.stderr[-2000:]}")
     report: dict[str, Any] = msgspec.json.decode(done.stdout.strip().splitlines()[-1])
+    if report.get("subscriber_errors") or report.get("frames_lost"):
+        # A gateway that refused subscribers, or lost frames, served fewer than it was asked to:
+        # its CPU per frame would be of another load.
+        raise RuntimeError(
+            f"bench.fanout: {report.get('subscriber_errors')} subscriber errors, "
+            f"{report.get('frames_lost')} frames lost; first error: "
+            f"{report.get('first_subscriber_error')}"
+        )
     return report
 
 

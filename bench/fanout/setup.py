@@ -58,11 +58,15 @@ class Setup:
         children = [reader("bench.fanout.baseline", "baseline", base, work)]
         expires = int(time.time()) + 3600 + int(args.seconds)
         for c in range(args.clients):
-            sessions = [j % args.sessions for j in range(c, args.subscribers, args.clients)]
+            subscribers = range(c, args.subscribers, args.clients)
+            sessions = [j % args.sessions for j in subscribers]
+            # A token of its own for each subscriber (expiring a second apart), as each frontend
+            # gets one: a session's subscribers beyond TERMINUS_MAX_STREAMS_PER_TOKEN on one
+            # token would be refused (429), and the run would measure fewer than it reports.
             paths = [
                 f"/v1/sessions/{self.sessions[s]}/updates?token="
-                + mint(self.secret.encode(), self.sessions[s], expires)
-                for s in sessions
+                + mint(self.secret.encode(), self.sessions[s], expires + j)
+                for j, s in zip(subscribers, sessions, strict=True)
             ]
             name = f"client{c}"
             config = wire.ClientConfig(
