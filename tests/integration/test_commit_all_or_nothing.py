@@ -238,3 +238,21 @@ async def test_an_empty_batch_only_checks_the_lease(redis: Redis, prefix: str) -
     assert await commit(redis, keys, await held_lease(redis, keys, "worker-a"), Batch()) == []
     with pytest.raises(LeaseLost):
         await commit(redis, keys, "worker-z:9", Batch())
+
+
+@pytest.mark.parametrize("acked", [True, False], ids=["with acks", "without acks"])
+async def test_a_log_that_is_no_stream_fails_the_commit_before_any_write(
+    redis: Redis, admin_redis: Redis, prefix: str, acked: bool
+) -> None:
+    """With acks, the resend check's XPENDING on the log fails first; without, the log's own
+    type check: either way before the first write."""
+    keys = Keys(11 if acked else 12, prefix)
+    await redis.set(keys.inbound, "not a stream")
+    lease = await held_lease(redis, keys, "worker-a")
+    batch = full_batch(keys, [b"1-1"])
+    if not acked:
+        batch.acks.clear()
+    with pytest.raises(ResponseError, match="WRONGTYPE"):
+        await commit(redis, keys, lease, batch, "worker-a")
+    assert await admin_redis.exists(*written_keys(keys)) == 0
+    assert await redis.get(keys.inbound) == b"not a stream"

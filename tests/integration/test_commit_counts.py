@@ -11,6 +11,7 @@ from commit_support import Packed, held_lease, pel, pending_entries
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from bench.common.redis_ops import server_usage
 from terminus.service.fold.commit import Batch, commit
 from terminus.service.keys import GROUP, Keys
 from terminus.service.redis.scripts import script
@@ -93,3 +94,30 @@ async def test_an_increment_of_a_key_of_another_type_writes_nothing(
     with pytest.raises(ResponseError, match=r"WRONGTYPE .* holds a string, not a hash"):
         await commit(redis, keys, lease, batch)
     assert await admin_redis.exists(keys.turn("t-1")) == 0
+
+
+async def test_a_commit_checks_its_counter_fields_in_one_hmget_and_its_log_once(
+    redis: Redis, admin_redis: Redis, prefix: str, on_cluster: bool
+) -> None:
+    """Calls are most of a light-load commit's cost (docs/performance.md): every counter field of
+    one hash is checked in one HMGET, and the log, which the resend check's XPENDING already
+    proves a stream, is not asked its TYPE again."""
+    if on_cluster:
+        pytest.skip("counts the commands of one server")
+    keys = Keys(25, prefix)
+    entry_ids = await pending_entries(redis, keys, 2)
+    lease = await held_lease(redis, keys, "worker-a")
+    await redis.hset(keys.metrics, mapping={"f": "1", "g": "2"})
+    batch = Batch()
+    batch.ack(*(i.decode() for i in entry_ids))
+    batch.ops.append(("S", keys.turn("t-1"), (b"x",)))
+    batch.count(keys, {"f": 1, "g": 1, "h": 1})
+    before = await server_usage(admin_redis)
+    await commit(redis, keys, lease, batch, "worker-a")
+    ran = (await server_usage(admin_redis)).minus(before).commands
+    calls = {name: n for name, (n, _) in ran.items() if n and name not in ("info", "evalsha")}
+    assert calls["hmget"] == 1
+    assert "hget" not in calls
+    assert calls["type"] == 2, "the turn and the metrics hash; not the log"
+    assert await redis.hgetall(keys.metrics) == {b"f": b"2", b"g": b"3", b"h": b"1"}
+    assert await pel(redis, keys) == []

@@ -18,15 +18,34 @@ local function type_problem(key, wanted)
   end
 end
 
--- An I op's increment must be an integer HINCRBY takes, and its field empty or an integer.
-local function counter_problem(n, key, op)
+-- An I op's increment must be an integer HINCRBY takes; its field is noted in `counted` (key ->
+-- its fields), whose values `uncountable` checks once all ops are walked.
+local function counter_problem(n, key, op, counted)
   local field, by = op[3], op[4]
   if type(field) ~= 'string' or type(by) ~= 'string' or not by:match(INTEGER) or #by > 18 then
     return 'malformed op ' .. n
   end
-  local held = redis.call('HGET', key, field)
-  if held and not held:match(INTEGER) then
-    return 'field ' .. field .. ' of ' .. key .. ' holds no integer'
+  local fields = counted[key]
+  if not fields then
+    fields = {}
+    counted[key] = fields
+  end
+  fields[#fields + 1] = field
+end
+
+-- Every field an I op increments must be empty or hold an integer: one HMGET per counters key,
+-- where a HGET per op cost a call each (at light load a commit's calls are most of its cost).
+local function uncountable(counted)
+  for key, fields in pairs(counted) do
+    for first = 1, #fields, 1000 do  -- Lua's unpack cannot spread more than a few thousand
+      local last = math.min(first + 999, #fields)
+      local held = redis.call('HMGET', key, unpack(fields, first, last))
+      for i = 1, last - first + 1 do
+        if held[i] and not held[i]:match(INTEGER) then
+          return 'field ' .. fields[first + i - 1] .. ' of ' .. key .. ' holds no integer'
+        end
+      end
+    end
   end
 end
 
@@ -48,10 +67,15 @@ end
 
 -- Walks the ops without writing; returns why the batch cannot be written, or nil. An op may
 -- name only a written key (KEYS[3..]: never the lease or the inbound stream), and every op on a
--- key must want the type the key has, or would get from the first op that creates it.
-local function problem(keys, ops)
-  local wants = {}
-  local bad = type_problem(keys[2], 'stream')
+-- key must want the type the key has, or would get from the first op that creates it. The
+-- inbound stream's type is checked too, unless `inbound_known`: a command on it already ran
+-- without error (XPENDING fails on a key that is no stream).
+local function problem(keys, ops, inbound_known)
+  local wants, counted = {}, {}
+  local bad = nil
+  if not inbound_known then
+    bad = type_problem(keys[2], 'stream')
+  end
   for n, op in ipairs(ops) do
     if bad then
       return bad
@@ -72,10 +96,10 @@ local function problem(keys, ops)
       bad = want(wants, marks, 'zset')
     end
     if code == 'I' and not bad then
-      bad = counter_problem(n, key, op)
+      bad = counter_problem(n, key, op, counted)
     end
   end
-  return bad
+  return bad or uncountable(counted)
 end
 
 local function stream_id(id)
@@ -161,13 +185,14 @@ local function commit_call(KEYS, ARGV)
     -- (redis-py's cluster client re-sends every command still without a reply after one node of a
     -- pipeline fails). The same epoch passes the lease check, so the batch's entries decide: once
     -- applied, none of them is pending for this consumer any more. Write nothing, answer -1.
-    if #acks > 0 and ARGV[3] ~= '' then
+    local resend_checked = #acks > 0 and ARGV[3] ~= ''
+    if resend_checked then
       local pending = redis.call('XPENDING', KEYS[2], ARGV[2], acks[1], acks[#acks], 1, ARGV[3])
       if #pending == 0 then
         return -1
       end
     end
-    local bad = problem(KEYS, ops)
+    local bad = problem(KEYS, ops, resend_checked)
     if bad then
       return redis.error_reply('terminus commit: ' .. bad)
     end
