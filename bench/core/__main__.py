@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import gc
 import platform
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from importlib.metadata import version
@@ -21,6 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
+from bench.common.output import emit
 from bench.common.workload import delta_workload, encode, generate
 from terminus.events.codec import decode_event
 from terminus.events.inbound import InboundEvent, TextDelta
@@ -307,10 +307,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
     report = run(args)
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
-    else:
-        print(table(report))
+    emit(report, args.json, table)
 
 
 if __name__ == "__main__":

@@ -46,9 +46,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
-import msgspec
 from redis.utils import HIREDIS_AVAILABLE
 
+from bench.common.output import emit
 from bench.common.procs import WorkerDied, raise_on_sigterm, redis_url
 from bench.e2e.by_rate import by_rate_phase
 from bench.e2e.phases import PEER, Run, drain_phase, latency_phase, raw_phase
@@ -297,10 +297,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("bench.e2e: interrupted; workers and Redis stopped") from None
     except (WorkerDied, TimeoutError) as exc:
         raise SystemExit(f"bench.e2e: {exc}") from None
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
-    else:
-        print(table(report))
+    emit(report, args.json, table)
 
 
 if __name__ == "__main__":

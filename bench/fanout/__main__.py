@@ -33,6 +33,7 @@ import msgspec
 from redis.asyncio import Redis
 
 from bench.common.children import Child, gateway, wait_healthy
+from bench.common.output import emit
 from bench.common.procs import WorkerConfig, WorkerDied, WorkerPool, raise_on_sigterm
 from bench.common.procs import redis_url as private_redis
 from bench.common.redis_ops import delete_prefix, outcome, wait_drained, wait_owned
@@ -209,10 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("bench.fanout: interrupted; processes and Redis stopped") from None
     except (WorkerDied, TimeoutError) as exc:
         raise SystemExit(f"bench.fanout: {exc}") from None
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
-    else:
-        print(rep.table(report))
+    emit(report, args.json, rep.table)
 
 
 if __name__ == "__main__":

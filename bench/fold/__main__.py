@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sys
 from collections.abc import Sequence
 from time import perf_counter
 from typing import Any, Final, NamedTuple
 
-import msgspec
-
+from bench.common.output import emit
 from bench.common.workload import encode as encode_events
 from bench.common.workload import generate
 from terminus.service.fold.applier import Entry, PartitionFold, Timeouts, decode_entries
@@ -144,10 +142,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse(argv)
     report = measure(args)
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
-    else:
-        print(table(report))
+    emit(report, args.json, table)
 
 
 if __name__ == "__main__":

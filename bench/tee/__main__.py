@@ -12,15 +12,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
+from bench.common.output import emit
 from bench.common.procs import WorkerConfig, WorkerDied, WorkerPool, redis_url
 from bench.common.redis_ops import delete_prefix
 from bench.tee import serve
@@ -125,10 +123,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit("bench.tee: interrupted; the worker and Redis stopped") from None
     except WorkerDied as exc:
         raise SystemExit(f"bench.tee: {exc}") from None
-    if args.json:
-        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
-    else:
-        print(table(report))
+    emit(report, args.json, table)
 
 
 if __name__ == "__main__":
