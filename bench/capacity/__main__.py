@@ -29,7 +29,7 @@ from typing import Any, Final
 import msgspec
 
 from bench.capacity import check, report
-from bench.capacity.measure import Where, measure
+from bench.capacity.measure import Play, Where, measure
 from bench.capacity.model import Demand, Inputs, Limits, plan
 from bench.common.procs import WorkerDied, raise_on_sigterm, redis_url
 
@@ -74,20 +74,11 @@ async def measured_inputs(args: argparse.Namespace, log_dir: Path) -> tuple[Inpu
 
 async def cluster_check(args: argparse.Namespace, inputs: Inputs, log_dir: Path) -> list[Any]:
     runs = []
+    play = Play(seconds=args.check_seconds, seed=args.seed, coalesce=not args.one_delta_per_token)
     for n in range(args.repeat):
         with redis_url(args.cluster_url, log_dir / f"cluster-{n}", cluster=True) as url:
             where = Where(url=url, given=args.cluster_url is not None, cluster=True)
-            runs.append(
-                await check.check_once(
-                    where,
-                    inputs,
-                    args.check_turns,
-                    args.check_seconds,
-                    args.seed,
-                    log_dir,
-                    coalesce=not args.one_delta_per_token,
-                )
-            )
+            runs.append(await check.check_once(where, inputs, args.check_turns, play, log_dir))
     return runs
 
 

@@ -22,7 +22,7 @@ from typing import Any, Final
 import msgspec
 
 from bench.capacity.footprint import written
-from bench.capacity.measure import Weighed, Where, realistic
+from bench.capacity.measure import Play, Weighed, Where, realistic
 from bench.capacity.model import Demand, Inputs, cost_at, curves, plan
 from bench.e2e.arrivals import Model
 from bench.e2e.schedule import Schedule, build
@@ -66,20 +66,13 @@ def compare(predicted: Figures, measured: Figures) -> dict[str, Any]:
 
 
 async def check_once(
-    where: Where,
-    inputs: Inputs,
-    turns: int,
-    seconds: float,
-    seed: int,
-    log_dir: Path,
-    *,
-    coalesce: bool = True,
+    where: Where, inputs: Inputs, turns: int, play: Play, log_dir: Path
 ) -> dict[str, Any]:
     """One prediction and one run of the cluster."""
-    schedule = build(Model(turns=turns, seconds=seconds), seed)
+    schedule = build(Model(turns=turns, seconds=play.seconds), play.seed)
     predicted, from_one = predict(inputs, schedule), predict(inputs, schedule, cluster=False)
     weighed = Weighed(where)
-    report = await realistic(where, turns, seconds, seed, log_dir, weighed, coalesce=coalesce)
+    report = await realistic(where, turns, play, log_dir, weighed)
     assert weighed.footprint is not None
     measured = Figures(
         worker_us_per_token=report["realistic_worker_cpu_us_per_token"],

@@ -44,32 +44,30 @@ class Where(msgspec.Struct, frozen=True, kw_only=True):
     cluster: bool = False
 
 
-def e2e_args(
-    where: Where, turns: int, seconds: float, seed: int, *, coalesce: bool = True
-) -> argparse.Namespace:
-    """`bench.e2e --realistic`'s arguments for one run: with `coalesce`, each network read's
-    tokens are published as one delta, as the default producer does (`coalesce_reads`)."""
-    argv = ["--realistic", "--turns", str(turns), "--seconds", str(seconds), "--seed", str(seed)]
+class Play(msgspec.Struct, frozen=True, kw_only=True):
+    """How each realistic run plays: how long, from which seed, and how its producer publishes
+    (`coalesce`: each network read's tokens as one delta, as the default producer does)."""
+
+    seconds: float
+    seed: int
+    coalesce: bool = True
+
+
+def e2e_args(where: Where, turns: int, play: Play) -> argparse.Namespace:
+    """`bench.e2e --realistic`'s arguments for one run."""
+    argv = ["--realistic", "--turns", str(turns), "--seconds", str(play.seconds)]
+    argv += ["--seed", str(play.seed), *(["--coalesce-reads"] if play.coalesce else [])]
     argv += ["--redis-url", where.url] if where.given else []
-    argv += ["--coalesce-reads"] if coalesce else []
     return e2e_parse([*argv, "--cluster"] if where.cluster else argv)
 
 
 async def realistic(
-    where: Where,
-    turns: int,
-    seconds: float,
-    seed: int,
-    log_dir: Path,
-    then: Then | None = None,
-    *,
-    coalesce: bool = True,
+    where: Where, turns: int, play: Play, log_dir: Path, then: Then | None = None
 ) -> dict[str, Any]:
     """One realistic run's report (`e2e_args`); its worker is stopped and its keys deleted
     whatever happens."""
     redis = connect(where.url, cluster=where.cluster)
-    args = e2e_args(where, turns, seconds, seed, coalesce=coalesce)
-    run = Run(args, redis, where.url, log_dir)
+    run = Run(e2e_args(where, turns, play), redis, where.url, log_dir)
     try:
         return await realistic_phase(run, then)
     finally:
@@ -106,38 +104,21 @@ class Weighed:
 
 
 async def cluster_costs(
-    where: Where,
-    loads: Sequence[int],
-    seconds: float,
-    seed: int,
-    log_dir: Path,
-    *,
-    coalesce: bool = True,
+    where: Where, loads: Sequence[int], play: Play, log_dir: Path
 ) -> list[dict[str, Any]]:
     """A realistic run at each load on a cluster."""
-    return [
-        await realistic(where, turns, seconds, seed, log_dir, coalesce=coalesce)
-        for turns in sorted(loads)
-    ]
+    return [await realistic(where, turns, play, log_dir) for turns in sorted(loads)]
 
 
 async def costs_and_footprint(
-    where: Where,
-    loads: Sequence[int],
-    seconds: float,
-    seed: int,
-    log_dir: Path,
-    *,
-    coalesce: bool = True,
+    where: Where, loads: Sequence[int], play: Play, log_dir: Path
 ) -> tuple[list[dict[str, Any]], Footprint]:
     """A realistic run at each load, the highest last and weighed."""
     reports, weighed = [], Weighed(where)
     ordered = sorted(loads)
     for turns in ordered:
         then = weighed if turns == ordered[-1] else None
-        reports.append(
-            await realistic(where, turns, seconds, seed, log_dir, then, coalesce=coalesce)
-        )
+        reports.append(await realistic(where, turns, play, log_dir, then))
     assert weighed.footprint is not None
     return reports, weighed.footprint
 
@@ -185,15 +166,11 @@ async def measure(
     where: Where, cluster: Where | None, args: argparse.Namespace, log_dir: Path
 ) -> tuple[Inputs, dict[str, Any]]:
     """The inputs, and the reports they came from; costs on a cluster only with `cluster`."""
-    coalesce = not args.one_delta_per_token
-    reports, footprint = await costs_and_footprint(
-        where, args.loads, args.seconds, args.seed, log_dir, coalesce=coalesce
-    )
+    play = Play(seconds=args.seconds, seed=args.seed, coalesce=not args.one_delta_per_token)
+    reports, footprint = await costs_and_footprint(where, args.loads, play, log_dir)
     on_cluster = []
     if cluster is not None:
-        on_cluster = await cluster_costs(
-            cluster, args.loads, args.seconds, args.seed, log_dir, coalesce=coalesce
-        )
+        on_cluster = await cluster_costs(cluster, args.loads, play, log_dir)
     if args.gateway_us is None:
         given = where.url if where.given else None
         fan = await asyncio.to_thread(fanout, given, args.fanout_seconds)
