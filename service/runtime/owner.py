@@ -129,7 +129,6 @@ class PartitionOwner:
         # `tail` as read in this epoch: a read may then learn in one call that nothing is new
         # (next_entries.lua, `unchanged`). Not across a restart, which may have lost deliveries.
         self.seen = ""
-        self._probe: Probe | None = None  # the last `probe()`, while its tail and lease hold
         self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
@@ -305,12 +304,7 @@ class PartitionOwner:
 
     def probe(self) -> Probe:
         """What the round needs to read this idle owner's log only if it grew (`Probe`)."""
-        probe = self._probe
-        if probe is None or probe.tail != self.tail or probe.lease != self.lease:
-            # Kept while the owner waits: a pump probes every idle owner every round.
-            probe = Probe(self.keys.lease, self.keys.inbound, self.lease, self.worker_id, self.tail)
-            self._probe = probe
-        return probe
+        return Probe(self.keys.lease, self.keys.inbound, self.lease, self.worker_id, self.tail)
 
     def stepped(self, reply: Any, seconds: float = 0.0) -> list[Entry]:
         """Take the reply of `step_call`'s request, which took `seconds` to come back;

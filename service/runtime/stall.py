@@ -59,13 +59,8 @@ class StallTimer:
         """A scan starts now: the next is due an interval later."""
         self._next_scan = time.monotonic() + self.interval
 
-    async def tick(self) -> int:
-        """Scan if the interval has passed; returns how many stalls were appended."""
-        if time.monotonic() < self._next_scan:
-            return 0
-        return await self.scan()
-
     async def scan(self) -> int:
+        """Scan this timer alone, due or not; returns how many stalls were appended."""
         [outcome] = await scan_all(self.redis, [self])
         if isinstance(outcome, BaseException):
             raise outcome
