@@ -121,3 +121,20 @@ async def test_a_commit_checks_its_counter_fields_in_one_hmget_and_its_log_once(
     assert calls["type"] == 2, "the turn and the metrics hash; not the log"
     assert await redis.hgetall(keys.metrics) == {b"f": b"2", b"g": b"3", b"h": b"1"}
     assert await pel(redis, keys) == []
+
+
+async def test_a_field_holding_no_integer_past_the_first_thousand_writes_nothing(
+    redis: Redis, admin_redis: Redis, prefix: str
+) -> None:
+    """The fields of one hash are checked a thousand per HMGET (Lua's unpack has a limit): a bad
+    one in a later slice refuses the batch as surely as one in the first."""
+    keys = Keys(26, prefix)
+    lease = await held_lease(redis, keys, "worker-a")
+    await redis.hset(keys.metrics, mapping={**{f"f{n}": "1" for n in range(2500)}, "f2100": "one"})
+    batch = Batch()
+    batch.ops.append(("S", keys.turn("t-1"), (b"x",)))
+    batch.count(keys, {f"f{n}": 1 for n in range(2500)})
+    with pytest.raises(ResponseError, match=r"field f2100 of .* holds no integer"):
+        await commit(redis, keys, lease, batch)
+    assert await admin_redis.exists(keys.turn("t-1")) == 0
+    assert await redis.hget(keys.metrics, "f0") == b"1"
