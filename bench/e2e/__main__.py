@@ -4,9 +4,9 @@
                         [--repeat 2] [--load 0.5] [--seconds 10] [--worker-env NAME=VALUE ...]
                         [--worker-python PATH]
                         [--rate EVENTS_PER_S] [--no-latency] [--no-by-rate] [--no-peer]
-                        [--rates R1,R2,...] [--traces] [--sink]
+                        [--rates R1,R2,...] [--floor] [--traces] [--sink]
     python -m bench.e2e --realistic [--turns 100] [--seconds 20] [--seed 1] [--coalesce-reads]
-                        [--json]
+                        [--floor] [--json]
 
 (a) raw: the workload's entries XADDed (pipelined), then drained by XREADGROUP COUNT batch + XACK
     with no processing, one task per partition; (a) and (b) are best of `--repeat` runs;
@@ -16,6 +16,9 @@
     from the spawn of the processes too (Python start-up and lease taking included);
 (p) peer: the same drain through the peer (`python -m bench.peer`: a FastStream per-message
     stream subscriber folding through the same core), one process, one run;
+(f) floor (`--floor`): at each rate of the by-rate table, the floor consumer too (`python -m
+    bench.floor`: read, one frame per entry, ack, lingered as the pump is; nothing else), its
+    process's CPU and Redis's CPU per event: what terminus cannot cost less than there;
 (s) sink (`--sink`): another 1-worker drain, then `terminus sink --once` writes that log into
     a new SQLite file; its rows/s and their ratio to the drain's (bench/e2e/sinking.py);
 (c) latency: a paced producer at half (`--load`) the 1-worker rate for `--seconds`, a reader
@@ -232,6 +235,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-peer",
         action="store_true",
         help="skip the peer (bench/peer: a FastStream subscriber a user would write instead)",
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="at each rate of the by-rate table, and after the worker with --realistic, the floor "
+        "consumer too (bench/floor: the least any consumer of the contract does; its process's "
+        "and Redis's CPU)",
     )
     parser.add_argument(
         "--rates",

@@ -62,6 +62,9 @@ def row(rate: float, report: dict[str, Any]) -> dict[str, Any]:
         "peer_p999_ms": added("p999", "peer_"),
         "peer_unseen": report.get("peer_unseen"),
         "peer_cpu_us_per_event": report.get("peer_cpu_us_per_event"),
+        "floor_p99_ms": added("p99", "floor_"),
+        "floor_cpu_us_per_event": report.get("floor_cpu_us_per_event"),
+        "floor_redis_cpu_us_per_event": report.get("floor_redis_cpu_us_per_event"),
     }
 
 
@@ -89,7 +92,7 @@ async def by_rate_phase(run: Run, drain: dict[str, Any]) -> dict[str, Any]:
     for rate in rates_for(drain_rate, run.args.rates, peer_rate):
         # Past its drain the peer falls behind for good: its latency is the length of the run.
         peer = peer_rate is not None and rate <= PEER_SHARE * peer_rate
-        rows.append(row(rate, await latency_phase(run, rate, peer)))
+        rows.append(row(rate, await latency_phase(run, rate, peer, run.args.floor)))
     worker, redis = drain["worker_cpu_us_per_event_1w"], drain["redis_cpu_us_per_event_1w"]
     within = [r["rate"] for r in rows if r["p99_ms"] is not None and r["p99_ms"] <= BOUND_MS]
     within_20 = [r["rate"] for r in rows if r["p99_ms"] is not None and r["p99_ms"] <= PERCEIVED_MS]

@@ -49,6 +49,7 @@ START_TIMEOUT_S: Final = 30.0
 WORKER: Final = "terminus worker"
 TRACES: Final = "terminus traces"  # the follower that exports every turn's spans
 PEER: Final = "bench.peer"  # what a user would write instead (bench/peer/app.py)
+FLOOR: Final = "bench.floor"  # the least any consumer of the contract does (bench/floor)
 LATENCY_SESSIONS: Final = 64
 WATCH_EVERY: Final = 4  # the reader follows one session in four
 WARMUP_S: Final = 1.0
@@ -259,9 +260,12 @@ def drain_report(suffix: str, n: int, t: DrainTimes, used: Used, left: Outcome) 
     }
 
 
-async def latency_phase(run: Run, rate: float, peer: bool = False) -> dict[str, Any]:
+async def latency_phase(
+    run: Run, rate: float, peer: bool = False, floor: bool = False
+) -> dict[str, Any]:
     """Paced publishing at `rate`: the baseline (no worker), then through one worker; with
-    `peer`, through the peer's process too (its figures under `peer_*` keys)."""
+    `peer`, through the peer's process too (its figures under `peer_*` keys); with `floor`,
+    through the floor consumer (under `floor_*` keys, its Redis's CPU too)."""
     args = run.args
     events = marked(sized(args.seed + 1, int(rate * args.seconds), args.deltas), LATENCY_SESSIONS)
     watched = lat.watched_sessions(events, WATCH_EVERY)
@@ -273,6 +277,12 @@ async def latency_phase(run: Run, rate: float, peer: bool = False) -> dict[str, 
         report.update({f"peer_{k}_ms": v for k, v in percentiles(theirs.latencies).items()})
         report["peer_unseen"] = theirs.unseen
         report["peer_cpu_us_per_event"] = _per_event_us(peer_cpu, len(events))
+    if floor:
+        least, floor_cpu = await _through_worker(run, events, watched, rate, FLOOR)
+        report.update({f"floor_{k}_ms": v for k, v in percentiles(least.latencies).items()})
+        report["floor_unseen"] = least.unseen
+        report["floor_cpu_us_per_event"] = _per_event_us(floor_cpu, len(events))
+        report["floor_redis_cpu_us_per_event"] = least.server.cpu_s * 1e6 / len(events)
     n = len(events)
     report["latency_worker_cpu_us_per_event"] = _per_event_us(worker_cpu, n)
     busy = ours.bench_cpu_s + ours.server.cpu_s + (worker_cpu or 0)

@@ -26,10 +26,10 @@ import msgspec
 from redis.asyncio import Redis
 
 from bench.common.percentiles import p99_by_second, percentiles
-from bench.common.redis_ops import outcome, publish_all, wait_drained, wait_owned
+from bench.common.redis_ops import outcome, publish_all, wait_drained, wait_grouped, wait_owned
 from bench.e2e import latency as lat
 from bench.e2e.arrivals import Model, one_delta_per_read, one_delta_per_token
-from bench.e2e.phases import START_TIMEOUT_S, WARMUP_S, WATCH_EVERY, Meter, Run
+from bench.e2e.phases import FLOOR, START_TIMEOUT_S, WARMUP_S, WATCH_EVERY, WORKER, Meter, Run
 from bench.e2e.schedule import Publish, Schedule, build
 from terminus.events.inbound import InboundEvent
 from terminus.service.keys import Keys
@@ -101,9 +101,11 @@ async def realistic_phase(run: Run, then: Then | None = None) -> dict[str, Any]:
     watched = schedule.sessions[::WATCH_EVERY]
     base = await _baseline(run, schedule, watched)
     ours, worker_cpu, left = await _through_worker(run, schedule, watched, then)
-    return realistic_report(schedule, ours, base, worker_cpu, left) | {
-        "realistic_producer": PRODUCERS[bool(args.coalesce_reads)]
-    }
+    report = realistic_report(schedule, ours, base, worker_cpu, left)
+    if args.floor:
+        least, floor_cpu, _ = await _through_worker(run, schedule, watched, None, FLOOR)
+        report.update(floor_report(schedule, least, base, floor_cpu))
+    return report | {"realistic_producer": PRODUCERS[bool(args.coalesce_reads)]}
 
 
 class Played(NamedTuple):
@@ -127,17 +129,18 @@ async def _baseline(run: Run, schedule: Schedule, watched: list[str]) -> Played:
 
 
 async def _through_worker(
-    run: Run, schedule: Schedule, watched: list[str], then: Then | None
+    run: Run, schedule: Schedule, watched: list[str], then: Then | None, module: str = WORKER
 ) -> tuple[Played, float | None, dict[str, int]]:
-    """The schedule through one worker: its latencies, how late publishes went out, the
-    worker's CPU seconds, and the frames, dead letters and open turns it left."""
+    """The schedule through one worker (or the floor consumer): its latencies, how late
+    publishes went out, the worker's CPU seconds, and the frames, dead letters and open turns
+    it left."""
     prefix, partitions = run.new_prefix("real"), run.args.partitions
     async with publishing(run) as client:
         producer = await Producer(client, partitions=partitions, prefix=prefix).ready()
         probe = lat.Probe(schedule.events, watched, WARMUP_S)
         player = Player(schedule, producer.publish, probe)
         streams = lat.session_streams(watched, partitions, prefix)
-        measured, worker_cpu, left = await _played(run, player, streams, prefix)
+        measured, worker_cpu, left = await _played(run, player, streams, prefix, module)
     if then is not None:
         await then(prefix, schedule)
     await run.drop_keys()
@@ -145,14 +148,15 @@ async def _through_worker(
 
 
 async def _played(
-    run: Run, player: Player, streams: list[str], prefix: str
+    run: Run, player: Player, streams: list[str], prefix: str, module: str
 ) -> tuple[lat.Measured, float | None, dict[str, int]]:
     """Once a worker owns `prefix` and has drained the prelude, `player` played while the
     reader follows `streams`."""
     redis, partitions, schedule = run.redis, run.args.partitions, player.schedule
     timeout_s = run.drain_timeout(len(schedule.prelude) + len(schedule.events))
-    with run.pool(prefix, 1) as pool:
-        await wait_owned(redis, prefix, partitions, START_TIMEOUT_S)
+    with run.pool(prefix, 1, module) as pool:
+        ready = wait_owned if module == WORKER else wait_grouped
+        await ready(redis, prefix, partitions, START_TIMEOUT_S)
         await _published(redis, schedule.prelude, partitions, prefix, timeout_s, pool.check_alive)
         before = await outcome(redis, schedule.sessions, partitions, prefix)
         await asyncio.sleep(0.5)  # let every partition owner reach its blocking read
@@ -248,3 +252,20 @@ def realistic_report(
         report[f"realistic_raw_{name}_ms"] = base_ms[name]
         report[f"realistic_added_{name}_ms"] = ours_ms[name] - base_ms[name]
     return report
+
+
+def floor_report(
+    schedule: Schedule, played: Played, raw: Played, cpu_s: float | None
+) -> dict[str, Any]:
+    """The floor consumer's costs per provider token on the same schedule (bench/floor)."""
+    tokens, base = schedule.tokens, raw.measured.server.cpu_s * 1e6 / schedule.tokens
+    redis = played.measured.server.cpu_s * 1e6 / tokens
+    process = None if cpu_s is None else cpu_s * 1e6 / tokens
+    ms, base_ms = percentiles(played.measured.latencies), percentiles(raw.measured.latencies)
+    return {
+        "realistic_floor_cpu_us_per_token": process,
+        "realistic_floor_redis_cpu_us_per_token": redis,
+        "realistic_floor_net_cpu_us_per_token": None if process is None else process + redis - base,
+        "realistic_floor_added_p99_ms": ms["p99"] - base_ms["p99"],
+        "realistic_floor_unseen": played.measured.unseen,
+    }
