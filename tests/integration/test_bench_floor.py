@@ -22,6 +22,7 @@ from bench.e2e.workload import sized
 from bench.floor.consumer import Floor
 from terminus.events.codec import encode_event
 from terminus.service.keys import FIELD, GROUP, Keys, keys_for_session
+from terminus.service.redis.replies import xrange
 from tests.support.polling import until
 
 PARTITIONS = 4
@@ -37,7 +38,7 @@ async def test_every_entry_reaches_its_session_once_in_order_and_is_acked(
     events = sized(3, 600, 10)
     tails = await publish_all(redis, events, PARTITIONS, prefix)
     garbage = await redis.xadd(Keys(0, prefix).inbound, {FIELD: b"\xff not an event"})
-    tails[Keys(0, prefix).inbound] = garbage
+    tails[Keys(0, prefix).inbound] = garbage if isinstance(garbage, bytes) else garbage.encode()
     floor = Floor(redis, prefix, PARTITIONS, batch=64)
     await floor.start()
     running = asyncio.ensure_future(floor.loop(linger_s=0.002))
@@ -55,7 +56,7 @@ async def test_every_entry_reaches_its_session_once_in_order_and_is_acked(
 
         await until(copied, "every entry copied to its session's stream")
         for stream, raws in wanted.items():
-            assert [fields[FIELD] for _, fields in await redis.xrange(stream)] == raws
+            assert [fields[FIELD] for _, fields in await xrange(redis, stream)] == raws
     finally:
         floor.stopping = True
         running.cancel()
