@@ -46,6 +46,17 @@ def row(rate: float, report: dict[str, Any]) -> dict[str, Any]:
         value, base = report.get(f"{who}{name}_ms"), report.get(f"baseline_{name}_ms")
         return None if value is None or base is None else value - base
 
+    worker, redis = (
+        report["latency_worker_cpu_us_per_event"],
+        report["latency_redis_cpu_us_per_event"],
+    )
+    raw = report["baseline_redis_cpu_us_per_event"]
+    floor, floor_redis = (
+        report.get("floor_cpu_us_per_event"),
+        report.get("floor_redis_cpu_us_per_event"),
+    )
+    net = None if worker is None else worker + redis - raw
+    floor_net = None if floor is None or floor_redis is None else floor + floor_redis - raw
     return {
         "rate": rate,
         "achieved": report["latency_achieved_events_per_s"],
@@ -63,8 +74,11 @@ def row(rate: float, report: dict[str, Any]) -> dict[str, Any]:
         "peer_unseen": report.get("peer_unseen"),
         "peer_cpu_us_per_event": report.get("peer_cpu_us_per_event"),
         "floor_p99_ms": added("p99", "floor_"),
-        "floor_cpu_us_per_event": report.get("floor_cpu_us_per_event"),
-        "floor_redis_cpu_us_per_event": report.get("floor_redis_cpu_us_per_event"),
+        "floor_cpu_us_per_event": floor,
+        "floor_redis_cpu_us_per_event": floor_redis,
+        # What terminus costs beyond reading, one frame per entry and acking, at this rate.
+        "floor_net_cpu_us_per_event": floor_net,
+        "net_over_floor": None if net is None or not floor_net else net / floor_net,
     }
 
 

@@ -131,6 +131,28 @@ def by_rate(r: dict[str, Any]) -> list[str]:
     )
     if r.get("idle_worker_cores") is not None:
         lines.append(f"idle worker: {r['idle_worker_cores']:.1%} of a core")
+    return lines + floor_rows(r["by_rate"], drain)
+
+
+def floor_rows(rows: list[dict[str, Any]], drain: float | None) -> list[str]:
+    """The floor consumer beside terminus at each rate (`--floor`), where it was measured."""
+    measured = [row for row in rows if row.get("floor_net_cpu_us_per_event") is not None]
+    if not measured:
+        return []
+    lines = [
+        "",
+        "the floor at the same rates (bench/floor: read, one frame per entry, ack; nothing else):",
+        f"{'events/s':>9}{'p99':>7}{'process':>9}{'redis':>7}{'net':>7}{'/drain':>7}"
+        f"{'terminus net / floor net':>26}",
+    ]
+    for row in measured:
+        net = row["floor_net_cpu_us_per_event"]
+        lines.append(
+            f"{row['rate']:>9,.0f}{_short(row['floor_p99_ms']):>7}"
+            f"{_short(row['floor_cpu_us_per_event']):>9}{_short(row['floor_redis_cpu_us_per_event']):>7}"
+            f"{_short(net):>7}{_short(net / drain if drain else None):>7}"
+            f"{_short(row['net_over_floor']):>26}"
+        )
     return lines
 
 
