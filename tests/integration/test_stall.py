@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any, Final, Protocol, TypeVar, cast
+from typing import Final, Protocol, cast
 
 import msgspec
 import pytest
@@ -28,7 +28,7 @@ from terminus.events.inbound import (
 )
 from terminus.events.outbound import AgentError, AttemptDiscarded, Retrying
 from terminus.service.fold.applier import PartitionFold, Timeouts, entry_ms
-from terminus.service.keys import FIELD, Keys, keys_for_session
+from terminus.service.keys import FIELD, Keys
 from terminus.service.redis.replies import StreamEntry
 from terminus.service.runtime.leases import Leases, lease_value
 from terminus.service.runtime.stall import StallTimer, scan_all
@@ -39,17 +39,19 @@ from terminus.service.settings import Settings
 from terminus.statemachines.outputs import Transition
 from terminus.statemachines.states import TurnState
 from terminus.statemachines.turn import Turn
-from tests.support.polling import until
+from tests.integration.worker_support import (
+    PARTITIONS,
+    SESSION,
+    event,
+    keys_of,
+    snapshot,
+    wait_state,
+)
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
-PARTITIONS: Final = 4
-SESSION: Final = "s-1"
 SHORT_MS: Final = 300
 LONG_MS: Final = 60_000
-SNAPSHOT: Final = msgspec.msgpack.Decoder(Turn)
-
-E = TypeVar("E", bound=InboundEvent)
 
 
 class StartWorker(Protocol):
@@ -80,10 +82,6 @@ async def worker(redis: Redis, prefix: str) -> AsyncIterator[StartWorker]:
         await task
 
 
-def event(cls: type[E], seq: int, turn: str, **fields: Any) -> E:
-    return cls(session_id=SESSION, turn_id=turn, seq=seq, **fields)
-
-
 def silent_attempt(turn: str) -> list[InboundEvent]:
     """A turn whose first attempt streams a little and then goes quiet."""
     return [
@@ -105,26 +103,6 @@ def tool_step(turn: str) -> list[InboundEvent]:
         event(ToolCall, 2, turn, tool_call_id="c-1", tool_name="search", input={"q": "x"}),
         event(FinishStep, 3, turn, **TOOL_USE, usage=Usage(output_tokens=5)),
     ]
-
-
-def keys_of(prefix: str) -> Keys:
-    return keys_for_session(SESSION, PARTITIONS, prefix)
-
-
-async def snapshot(redis: Redis, prefix: str, turn_id: str) -> Turn | None:
-    raw = cast("bytes | None", await redis.get(keys_of(prefix).turn(turn_id)))
-    return None if raw is None else SNAPSHOT.decode(raw)
-
-
-async def wait_state(redis: Redis, prefix: str, turn_id: str, state: TurnState) -> Turn:
-    async def reached() -> bool:
-        turn = await snapshot(redis, prefix, turn_id)
-        return turn is not None and turn.state is state
-
-    await until(reached, f"{turn_id} in {state}")
-    turn = await snapshot(redis, prefix, turn_id)
-    assert turn is not None
-    return turn
 
 
 async def log_entries(redis: Redis, key: str) -> list[tuple[str, InboundEvent]]:
