@@ -12,6 +12,14 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
+from worker_support import (
+    PARTITIONS,
+    SESSION,
+    event,
+    keys_of,
+    snapshot,
+    wait_state,
+)
 
 from bench.common.redis_ops import server_usage
 from terminus.events.codec import decode_event
@@ -39,14 +47,6 @@ from terminus.service.settings import Settings
 from terminus.statemachines.outputs import Transition
 from terminus.statemachines.states import TurnState
 from terminus.statemachines.turn import Turn
-from tests.integration.worker_support import (
-    PARTITIONS,
-    SESSION,
-    event,
-    keys_of,
-    snapshot,
-    wait_state,
-)
 
 pytestmark = pytest.mark.cluster  # on one Redis and on a Redis Cluster
 
