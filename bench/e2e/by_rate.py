@@ -66,7 +66,9 @@ def row(rate: float, report: dict[str, Any]) -> dict[str, Any]:
         "worker_cpu_us_per_event": report["latency_worker_cpu_us_per_event"],
         "redis_cpu_us_per_event": report["latency_redis_cpu_us_per_event"],
         "raw_p99_ms": report["baseline_p99_ms"],
-        "raw_redis_cpu_us_per_event": report["baseline_redis_cpu_us_per_event"],
+        "raw_redis_cpu_us_per_event": raw,
+        # Worker + Redis less the raw loop's Redis, which is the producer's and reader's own.
+        "net_cpu_us_per_event": net,
         "machine_busy_cores": report["latency_machine_busy_cores"],
         "peer_p50_ms": added("p50", "peer_"),
         "peer_p99_ms": added("p99", "peer_"),

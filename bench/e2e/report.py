@@ -112,7 +112,7 @@ def by_rate(r: dict[str, Any]) -> list[str]:
     ]
     drain = r.get("drain_cpu_us_per_event")
     for row in r["by_rate"]:
-        net = _net(row)
+        net = row["net_cpu_us_per_event"]
         lines.append(
             f"{row['rate']:>9,.0f}{_short(row['p50_ms']):>7}{_short(row['p99_ms']):>7}"
             f"{_short(row['p999_ms']):>7}{_short(row['raw_p99_ms']):>8}"
@@ -154,14 +154,6 @@ def floor_rows(rows: list[dict[str, Any]], drain: float | None) -> list[str]:
             f"{_short(row['net_over_floor']):>26}"
         )
     return lines
-
-
-def _net(row: dict[str, Any]) -> float | None:
-    """Worker + Redis CPU per event, less the raw loop's Redis CPU at the same rate."""
-    worker, redis = row["worker_cpu_us_per_event"], row["redis_cpu_us_per_event"]
-    if worker is None or redis is None:
-        return None
-    return float(worker + redis - (row.get("raw_redis_cpu_us_per_event") or 0.0))
 
 
 def _short(value: float | None) -> str:

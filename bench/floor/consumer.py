@@ -13,15 +13,21 @@ from redis.exceptions import ResponseError
 from terminus.events.codec import CodecError, decode_event
 from terminus.service.keys import FIELD, GROUP, Keys, keys_for_session
 from terminus.service.runtime.line import Command, Line
+from terminus.service.runtime.pump import SLACK_S
+from terminus.service.settings import Settings
 
 CONSUMER: Final = "floor"
 DEADLINE_S: Final = 5.0
 BLOCK_MS: Final = 100  # the blocking read while nothing comes
-# terminus's default linger at light load: (budget 16 ms - slack 3 ms - a round of ~1 ms) / 2
-DEFAULT_LINGER_MS: Final = 6.0
+ROUND_MS: Final = 1.0  # a pump's round at light load, its fold included (about)
+# terminus's default linger at light load, as Pump.linger_s derives it from the default budget
+DEFAULT_LINGER_MS: Final = (Settings().latency_budget_ms - SLACK_S * 1000 - ROUND_MS) / 2
 
 
 class Floor:
+    """One consumer of every partition's inbound log: `start` makes the groups, `loop` runs the
+    rounds until `stopping`."""
+
     def __init__(self, redis: Redis, prefix: str, partitions: int, batch: int) -> None:
         self.redis = redis
         self.prefix = prefix

@@ -29,7 +29,8 @@ def latency_report(floor: bool) -> dict[str, Any]:
 def test_the_floor_net_leaves_out_the_raw_loops_redis_as_terminus_net_does() -> None:
     measured = row(1000.0, latency_report(floor=True))
     assert measured["floor_net_cpu_us_per_event"] == 100.0  # 70 + 80 - 50
-    assert measured["net_over_floor"] == 2.3  # (150 + 130 - 50) / 100
+    assert measured["net_cpu_us_per_event"] == 230.0  # 150 + 130 - 50
+    assert measured["net_over_floor"] == 2.3  # 230 / 100
     assert measured["floor_p99_ms"] == 12.5  # added over the raw loop's p99
 
 
